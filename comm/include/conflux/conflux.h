@@ -1,0 +1,156 @@
+/*
+ * Conflux: collective communication for distributed training.
+ *
+ * The API follows NCCL's shape and semantics with the prefix `cfx`, so that porting from NCCL is a
+ * rename: datatypes, reduction ops and result codes carry NCCL's names and enum values.
+ *
+ * Thread safety: a communicator may be used from several threads, but operations on one
+ * communicator must be issued in the same order on every rank (as in NCCL). Group state
+ * (cfxGroupStart/End) is per thread, as in NCCL.
+ */
+#ifndef CONFLUX_CONFLUX_H_
+#define CONFLUX_CONFLUX_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define CFX_MAJOR 0
+#define CFX_MINOR 1
+#define CFX_PATCH 0
+#define CFX_VERSION(X, Y, Z) ((X) * 10000 + (Y) * 100 + (Z))
+#define CFX_VERSION_CODE CFX_VERSION(CFX_MAJOR, CFX_MINOR, CFX_PATCH)
+
+#if defined(__GNUC__)
+#define CFX_API __attribute__((visibility("default")))
+#else
+#define CFX_API
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct cfxComm* cfxComm_t;
+typedef void* cfxStream_t;
+
+#define CFX_UNIQUE_ID_BYTES 128
+typedef struct {
+  char internal[CFX_UNIQUE_ID_BYTES];
+} cfxUniqueId;
+
+typedef enum {
+  cfxSuccess = 0,
+  cfxUnhandledCudaError = 1,
+  cfxSystemError = 2,
+  cfxInternalError = 3,
+  cfxInvalidArgument = 4,
+  cfxInvalidUsage = 5,
+  cfxRemoteError = 6,
+  cfxInProgress = 7,
+  cfxTimeout = 8,
+  cfxAborted = 9,
+  cfxNumResults = 10
+} cfxResult_t;
+
+typedef enum {
+  cfxInt8 = 0,
+  cfxChar = 0,
+  cfxUint8 = 1,
+  cfxInt32 = 2,
+  cfxInt = 2,
+  cfxUint32 = 3,
+  cfxInt64 = 4,
+  cfxUint64 = 5,
+  cfxFloat16 = 6,
+  cfxHalf = 6,
+  cfxFloat32 = 7,
+  cfxFloat = 7,
+  cfxFloat64 = 8,
+  cfxDouble = 8,
+  cfxBfloat16 = 9,
+  cfxFloat8e4m3 = 10,
+  cfxFloat8e5m2 = 11,
+  cfxNumTypes = 12
+} cfxDataType_t;
+
+typedef enum {
+  cfxSum = 0,
+  cfxProd = 1,
+  cfxMax = 2,
+  cfxMin = 3,
+  cfxAvg = 4,
+  cfxNumOps = 5
+} cfxRedOp_t;
+
+/* Passed as `color` to cfxCommSplit: this rank joins no new communicator (newcomm = NULL). */
+#define CFX_SPLIT_NOCOLOR (-1)
+
+/* Communicator configuration. Initialise with CFX_CONFIG_INITIALIZER, then set fields. */
+typedef struct {
+  size_t size;            /* sizeof(cfxConfig_t), set by the initializer */
+  unsigned int magic;     /* CFX_CONFIG_MAGIC, set by the initializer */
+  unsigned int version;   /* CFX_VERSION_CODE, set by the initializer */
+  int blocking;           /* 1 (default): calls complete before returning; 0 is accepted and behaves the same */
+  int timeoutMs;          /* per-wait timeout in milliseconds; CFX_CONFIG_UNDEF_INT: CFX_TIMEOUT or the default */
+} cfxConfig_t;
+
+#define CFX_CONFIG_MAGIC 0xcf7c0f16u
+#define CFX_CONFIG_UNDEF_INT (-2147483647 - 1)
+#define CFX_CONFIG_INITIALIZER \
+  { sizeof(cfxConfig_t), CFX_CONFIG_MAGIC, CFX_VERSION_CODE, 1, CFX_CONFIG_UNDEF_INT }
+
+/* Version and errors. */
+CFX_API cfxResult_t cfxGetVersion(int* version);
+CFX_API const char* cfxGetErrorString(cfxResult_t result);
+/* The last error message of `comm`; with comm == NULL, the calling thread's last error. */
+CFX_API const char* cfxGetLastError(cfxComm_t comm);
+
+/* Communicator creation and teardown. */
+CFX_API cfxResult_t cfxGetUniqueId(cfxUniqueId* uniqueId);
+CFX_API cfxResult_t cfxCommInitRank(cfxComm_t* comm, int nranks, cfxUniqueId commId, int rank);
+CFX_API cfxResult_t cfxCommInitRankConfig(cfxComm_t* comm, int nranks, cfxUniqueId commId, int rank,
+                                          cfxConfig_t* config);
+/* Reads rank, size and rendezvous from the environment: CFX_*, torchrun, Open MPI, Slurm. */
+CFX_API cfxResult_t cfxCommInitFromEnv(cfxComm_t* comm);
+CFX_API cfxResult_t cfxCommSplit(cfxComm_t comm, int color, int key, cfxComm_t* newcomm, cfxConfig_t* config);
+CFX_API cfxResult_t cfxCommDestroy(cfxComm_t comm);
+CFX_API cfxResult_t cfxCommAbort(cfxComm_t comm);
+CFX_API cfxResult_t cfxCommCount(const cfxComm_t comm, int* count);
+CFX_API cfxResult_t cfxCommUserRank(const cfxComm_t comm, int* rank);
+CFX_API cfxResult_t cfxCommGetAsyncError(cfxComm_t comm, cfxResult_t* asyncError);
+
+/* Host streams: operations issued on one run asynchronously, in issue order. NULL means blocking. */
+CFX_API cfxResult_t cfxStreamCreate(cfxStream_t* stream);
+CFX_API cfxResult_t cfxStreamSynchronize(cfxStream_t stream);
+CFX_API cfxResult_t cfxStreamQuery(cfxStream_t stream);
+CFX_API cfxResult_t cfxStreamDestroy(cfxStream_t stream);
+
+/* Collectives. */
+CFX_API cfxResult_t cfxAllReduce(const void* sendbuff, void* recvbuff, size_t count, cfxDataType_t datatype,
+                                 cfxRedOp_t op, cfxComm_t comm, cfxStream_t stream);
+CFX_API cfxResult_t cfxReduce(const void* sendbuff, void* recvbuff, size_t count, cfxDataType_t datatype,
+                              cfxRedOp_t op, int root, cfxComm_t comm, cfxStream_t stream);
+CFX_API cfxResult_t cfxBroadcast(const void* sendbuff, void* recvbuff, size_t count, cfxDataType_t datatype,
+                                 int root, cfxComm_t comm, cfxStream_t stream);
+CFX_API cfxResult_t cfxAllGather(const void* sendbuff, void* recvbuff, size_t sendcount, cfxDataType_t datatype,
+                                 cfxComm_t comm, cfxStream_t stream);
+CFX_API cfxResult_t cfxReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount,
+                                     cfxDataType_t datatype, cfxRedOp_t op, cfxComm_t comm, cfxStream_t stream);
+CFX_API cfxResult_t cfxAlltoAll(const void* sendbuff, void* recvbuff, size_t count, cfxDataType_t datatype,
+                                cfxComm_t comm, cfxStream_t stream);
+
+/* Point to point. Sends and receives between one pair of ranks match in issue order. */
+CFX_API cfxResult_t cfxSend(const void* sendbuff, size_t count, cfxDataType_t datatype, int peer, cfxComm_t comm,
+                            cfxStream_t stream);
+CFX_API cfxResult_t cfxRecv(void* recvbuff, size_t count, cfxDataType_t datatype, int peer, cfxComm_t comm,
+                            cfxStream_t stream);
+
+/* Group calls: operations issued between Start and End progress together (per calling thread). */
+CFX_API cfxResult_t cfxGroupStart(void);
+CFX_API cfxResult_t cfxGroupEnd(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* CONFLUX_CONFLUX_H_ */

@@ -1,0 +1,116 @@
+#include "api/group.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "api/handle.h"
+#include "stream.h"
+
+namespace conflux::api {
+
+namespace {
+
+struct PendingOp {
+  cfxComm_t comm;
+  cfxStream_t stream;
+  std::unique_ptr<Op> op;
+};
+
+struct GroupState {
+  int depth = 0;
+  std::vector<PendingOp> ops;
+  Outcome error;
+};
+
+thread_local GroupState tlsGroup;
+
+struct CommBatch {
+  cfxComm_t comm;
+  Batch batch;
+  bool blocking = false;
+};
+
+std::vector<CommBatch> batchesByComm(std::vector<PendingOp>& ops) {
+  std::vector<CommBatch> out;
+  for (auto& p : ops) {
+    auto it = std::find_if(out.begin(), out.end(), [&](const CommBatch& b) { return b.comm == p.comm; });
+    if (it == out.end()) it = out.insert(out.end(), CommBatch{p.comm, {}, false});
+    it->batch.ops.push_back(std::move(p.op));
+    if (p.stream == nullptr) {
+      it->blocking = true;
+    } else {
+      auto* s = static_cast<Stream*>(p.stream);
+      if (std::find(it->batch.streams.begin(), it->batch.streams.end(), s) == it->batch.streams.end()) {
+        it->batch.streams.push_back(s);
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+bool inGroup() { return tlsGroup.depth > 0; }
+
+void groupStart() { ++tlsGroup.depth; }
+
+void groupAdd(cfxComm_t comm, cfxStream_t stream, std::unique_ptr<Op> op) {
+  tlsGroup.ops.push_back(PendingOp{comm, stream, std::move(op)});
+}
+
+void groupFail(const Outcome& error) {
+  if (tlsGroup.error.ok()) tlsGroup.error = error;
+}
+
+void groupEnd() {
+  GroupState& g = tlsGroup;
+  if (g.depth == 0) throw Error(Status::kInvalidUsage, "cfxGroupEnd without a matching cfxGroupStart");
+  if (--g.depth > 0) return;
+  std::vector<PendingOp> ops = std::move(g.ops);
+  Outcome error = g.error;
+  g.ops.clear();
+  g.error = Outcome{};
+  if (!error.ok()) throw Error(error.status, "group not run: " + error.message);
+  if (ops.empty()) return;
+
+  std::vector<CommBatch> batches = batchesByComm(ops);
+  std::vector<std::unique_ptr<CommRef>> refs;
+  for (auto& b : batches) refs.push_back(std::make_unique<CommRef>(b.comm));
+
+  if (batches.size() == 1 && batches[0].blocking) {
+    (*refs[0])->engine().runBlocking(std::move(batches[0].batch)).raise();
+    return;
+  }
+  // Several communicators: all batches go to their progress threads at once, so operations on
+  // different communicators that depend on each other cannot deadlock, then we wait.
+  std::vector<std::shared_ptr<Completion>> waits;
+  for (size_t i = 0; i < batches.size(); ++i) {
+    auto done = batches[i].blocking ? std::make_shared<Completion>() : nullptr;
+    (*refs[i])->engine().enqueue(std::move(batches[i].batch), done);
+    if (done) waits.push_back(done);
+  }
+  Outcome first;
+  for (auto& w : waits) {
+    Outcome o = w->wait();
+    if (first.ok() && !o.ok()) first = o;
+  }
+  first.raise();
+}
+
+void submit(cfxComm_t comm, cfxStream_t stream, std::unique_ptr<Op> op) {
+  if (inGroup()) {
+    groupAdd(comm, stream, std::move(op));
+    return;
+  }
+  CommRef ref(comm);
+  Batch b;
+  b.ops.push_back(std::move(op));
+  if (stream == nullptr) {
+    ref->engine().runBlocking(std::move(b)).raise();
+    return;
+  }
+  b.streams.push_back(static_cast<Stream*>(stream));
+  ref->engine().enqueue(std::move(b), nullptr);
+}
+
+}  // namespace conflux::api

@@ -1,0 +1,26 @@
+// Group calls, per calling thread as in NCCL: between cfxGroupStart and cfxGroupEnd operations are
+// collected instead of run; cfxGroupEnd hands each communicator its operations as one batch, so
+// they progress together. An argument error inside a group fails the whole group: nothing of it
+// runs, and cfxGroupEnd returns the error.
+#pragma once
+
+#include <memory>
+
+#include "conflux/conflux.h"
+#include "ops/op.h"
+#include "outcome.h"
+
+namespace conflux::api {
+
+bool inGroup();
+void groupStart();
+void groupAdd(cfxComm_t comm, cfxStream_t stream, std::unique_ptr<Op> op);
+void groupFail(const Outcome& error);
+// Throws Error on failure.
+void groupEnd();
+
+// Runs one operation now: blocking for a NULL stream, queued on the stream otherwise (or added to
+// the open group).
+void submit(cfxComm_t comm, cfxStream_t stream, std::unique_ptr<Op> op);
+
+}  // namespace conflux::api

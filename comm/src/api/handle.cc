@@ -1,0 +1,80 @@
+#include "api/handle.h"
+
+#include <chrono>
+#include <cstdio>
+#include <thread>
+
+#include "common/log.h"
+
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/lsan_interface.h>
+#define CFX_HAVE_LSAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#include <sanitizer/lsan_interface.h>
+#define CFX_HAVE_LSAN 1
+#endif
+#endif
+
+namespace conflux::api {
+
+namespace {
+// Errors of calls without a (live) communicator: per thread, like errno.
+thread_local char tlsLastError[1024];
+
+void store(char* dst, size_t n, const std::string& msg) { std::snprintf(dst, n, "%s", msg.c_str()); }
+}  // namespace
+
+cfxComm_t newHandle(std::unique_ptr<Communicator> impl) {
+  auto* h = new cfxComm();
+  h->impl = std::move(impl);
+#ifdef CFX_HAVE_LSAN
+  __lsan_ignore_object(h);  // intentionally never freed (see handle.h)
+#endif
+  return h;
+}
+
+CommRef::CommRef(cfxComm_t comm) : comm_(comm) {
+  if (comm == nullptr) throw Error(Status::kInvalidArgument, "comm is NULL");
+  comm->activeCalls.fetch_add(1, std::memory_order_seq_cst);
+  if (comm->state.load(std::memory_order_seq_cst) != cfxComm::kAlive) {
+    comm->activeCalls.fetch_sub(1);
+    comm_ = nullptr;
+    throw Error(Status::kInvalidArgument, "comm was destroyed or aborted, or is not a communicator");
+  }
+}
+
+CommRef::~CommRef() {
+  if (comm_ != nullptr) comm_->activeCalls.fetch_sub(1, std::memory_order_seq_cst);
+}
+
+void retire(cfxComm_t comm) {
+  if (comm == nullptr) throw Error(Status::kInvalidArgument, "comm is NULL");
+  uint32_t alive = cfxComm::kAlive;
+  if (!comm->state.compare_exchange_strong(alive, cfxComm::kDead)) {
+    throw Error(Status::kInvalidArgument, "comm was already destroyed or aborted, or is not a communicator");
+  }
+  while (comm->activeCalls.load(std::memory_order_seq_cst) != 0) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+}
+
+cfxResult_t toResult(Status s) { return static_cast<cfxResult_t>(static_cast<int>(s)); }
+
+const char* lastError(cfxComm_t comm) {
+  if (comm == nullptr) return tlsLastError;
+  return comm->lastError;
+}
+
+cfxResult_t fail(const char* fn, cfxComm_t comm, Status status, const std::string& what) {
+  std::string msg = std::string(fn) + ": " + what;
+  store(tlsLastError, sizeof(tlsLastError), msg);
+  if (comm != nullptr) {
+    std::lock_guard<std::mutex> lock(comm->errorMu);
+    store(comm->lastError, sizeof(comm->lastError), msg);
+  }
+  logWarn(msg + " [" + statusName(status) + "]");
+  return toResult(status);
+}
+
+}  // namespace conflux::api

@@ -1,0 +1,75 @@
+#include "bootstrap/client.h"
+
+#include <unistd.h>
+
+#include <cstring>
+
+#include "common/error.h"
+#include "conflux/conflux.h"
+#include "topology/host_id.h"
+
+namespace conflux::bootstrap {
+
+Client Client::join(const UniqueIdData& id, int nranks, int rank, std::chrono::milliseconds timeout) {
+  Client c;
+  c.secret_ = id.secret;
+  c.rank_ = rank;
+  c.deadline_ = std::chrono::steady_clock::now() + timeout;
+  c.sock_ = net::connectWithRetry(id.root, c.deadline_);
+  Hello h;
+  h.libVersion = CFX_VERSION_CODE;
+  h.nranks = nranks;
+  h.rank = rank;
+  h.pid = static_cast<int32_t>(getpid());
+  h.hostId = topology::hostId();
+  auto f = frame(MsgType::kHello, c.secret_, encodeHello(h));
+  c.sock_.sendAll(f.data(), f.size(), c.deadline_);
+  c.peers_ = decodeWelcome(c.readFrame(MsgType::kWelcome));
+  if (static_cast<int>(c.peers_.size()) != nranks) {
+    throw Error(Status::kInternalError, "bootstrap welcome lists " + std::to_string(c.peers_.size()) + " ranks");
+  }
+  return c;
+}
+
+std::vector<uint8_t> Client::readFrame(MsgType expected) {
+  FrameHeader h;
+  try {
+    sock_.recvAll(&h, sizeof(h), deadline_);
+  } catch (const Error& e) {
+    if (e.status() == Status::kTimeout) {
+      throw Error(Status::kTimeout, "rank " + std::to_string(rank_) +
+                                        ": timed out waiting for the other ranks to join (CFX_BOOTSTRAP_TIMEOUT)");
+    }
+    throw Error(e.status(), std::string("bootstrap: ") + e.what());
+  }
+  std::string bad = validateHeader(h, secret_);
+  if (!bad.empty()) throw Error(Status::kRemoteError, "bootstrap root sent an invalid frame: " + bad);
+  std::vector<uint8_t> payload(h.length);
+  if (h.length > 0) sock_.recvAll(payload.data(), payload.size(), deadline_);
+  auto type = static_cast<MsgType>(h.type);
+  if (type == MsgType::kError) {
+    throw Error(Status::kInvalidUsage, "bootstrap failed: " + std::string(payload.begin(), payload.end()));
+  }
+  if (type != expected) throw Error(Status::kRemoteError, "bootstrap root sent an unexpected message");
+  return payload;
+}
+
+Outcome Client::barrier(const Outcome& mine) {
+  StatusMsg s{static_cast<int32_t>(mine.status), mine.message};
+  auto f = frame(MsgType::kBarrier, secret_, encodeStatus(s));
+  sock_.sendAll(f.data(), f.size(), deadline_);
+  StatusMsg r = decodeStatus(readFrame(MsgType::kRelease));
+  return Outcome{static_cast<Status>(r.status), r.message};
+}
+
+void Client::finish() {
+  auto f = frame(MsgType::kBye, secret_, {});
+  try {
+    sock_.sendAll(f.data(), f.size(), deadline_);
+  } catch (const Error&) {
+    // The root may already be gone; initialisation is complete either way.
+  }
+  sock_.close();
+}
+
+}  // namespace conflux::bootstrap

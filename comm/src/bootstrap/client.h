@@ -1,0 +1,38 @@
+// A rank's side of the bootstrap: join the root, learn every rank's pid and host, and run
+// barriers that carry a status (so one rank's failure during set-up reaches all of them).
+#pragma once
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "bootstrap/unique_id.h"
+#include "bootstrap/wire.h"
+#include "outcome.h"
+#include "transport/socket/socket.h"
+
+namespace conflux::bootstrap {
+
+class Client {
+ public:
+  // Connects and sends this rank's hello; returns once all ranks joined. Throws Error with the
+  // root's message on a job-level error (kInvalidUsage) or on timeout.
+  static Client join(const UniqueIdData& id, int nranks, int rank, std::chrono::milliseconds timeout);
+
+  const std::vector<PeerInfo>& peers() const { return peers_; }
+  // Enters a barrier with this rank's outcome; returns the first failure of any rank (or success).
+  Outcome barrier(const Outcome& mine);
+  // Tells the root this rank finished initialisation, then disconnects.
+  void finish();
+
+ private:
+  std::vector<uint8_t> readFrame(MsgType expected);
+
+  net::Socket sock_;
+  Secret secret_{};
+  int rank_ = -1;
+  std::chrono::steady_clock::time_point deadline_;
+  std::vector<PeerInfo> peers_;
+};
+
+}  // namespace conflux::bootstrap

@@ -1,0 +1,283 @@
+#include "bootstrap/root.h"
+
+#include <poll.h>
+#include <sys/socket.h>
+
+#include <cerrno>
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "bootstrap/wire.h"
+#include "common/error.h"
+#include "common/log.h"
+
+namespace conflux::bootstrap {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr auto kHandshakeTimeout = std::chrono::seconds(10);
+
+struct Conn {
+  net::Socket sock;
+  std::vector<uint8_t> in;
+  Clock::time_point handshakeDeadline;
+  int rank = -1;           // set once its hello was accepted
+  uint64_t barriers = 0;   // barriers this rank has entered
+  bool saidBye = false;    // finished initialisation normally
+  bool closed = false;
+};
+
+class RootServer {
+ public:
+  RootServer(net::Socket listen, const Secret& secret, std::chrono::milliseconds timeout)
+      : listen_(std::move(listen)), secret_(secret), deadline_(Clock::now() + timeout) {}
+
+  void run() {
+    net::setNonBlocking(listen_.fd(), true);
+    while (!finished()) {
+      if (Clock::now() > deadline_) {
+        failJob("bootstrap timed out: " + std::to_string(joinedCount()) + " of " +
+                (nranks_ > 0 ? std::to_string(nranks_) : std::string("?")) + " ranks joined (CFX_BOOTSTRAP_TIMEOUT)");
+        return;
+      }
+      std::vector<pollfd> fds{{listen_.fd(), POLLIN, 0}};
+      for (auto& c : conns_) fds.push_back({c->sock.fd(), POLLIN, 0});
+      int rc = ::poll(fds.data(), fds.size(), 100);
+      if (rc < 0 && errno != EINTR) return;
+      if (fds[0].revents & POLLIN) acceptAll();
+      for (size_t i = 1; i < fds.size(); ++i) {
+        if (fds[i].revents != 0) readFrom(*conns_[i - 1]);
+      }
+      expireHandshakes();
+      conns_.erase(std::remove_if(conns_.begin(), conns_.end(), [](auto& c) { return c->closed; }), conns_.end());
+    }
+  }
+
+ private:
+  bool finished() const {
+    if (!jobError_.empty()) return informed_ >= std::max(nranks_, 1);
+    return formed_ && conns_.empty();
+  }
+  int joinedCount() const {
+    int n = 0;
+    for (auto& c : conns_) n += c->rank >= 0;
+    return n;
+  }
+
+  void acceptAll() {
+    for (;;) {
+      int fd = ::accept4(listen_.fd(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+      if (fd < 0) return;
+      auto c = std::make_unique<Conn>();
+      c->sock = net::Socket(fd);
+      c->handshakeDeadline = Clock::now() + kHandshakeTimeout;
+      conns_.push_back(std::move(c));
+    }
+  }
+
+  void drop(Conn& c, const std::string& why) {
+    logWarn("bootstrap root: dropping a connection: " + why);
+    c.sock.close();
+    c.closed = true;
+  }
+
+  void expireHandshakes() {
+    auto now = Clock::now();
+    for (auto& c : conns_) {
+      if (!c->closed && c->rank < 0 && now > c->handshakeDeadline) drop(*c, "no valid hello within 10 s");
+    }
+  }
+
+  void readFrom(Conn& c) {
+    uint8_t buf[65536];
+    for (;;) {
+      ssize_t n = ::recv(c.sock.fd(), buf, sizeof(buf), 0);
+      if (n > 0) {
+        c.in.insert(c.in.end(), buf, buf + n);
+        if (!parseFrames(c)) return;
+        continue;
+      }
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return;
+      onDisconnect(c);
+      return;
+    }
+  }
+
+  // Consumes complete frames from c.in. Returns false if the connection was closed.
+  bool parseFrames(Conn& c) {
+    while (c.in.size() >= sizeof(FrameHeader)) {
+      FrameHeader h;
+      std::memcpy(&h, c.in.data(), sizeof(h));
+      std::string bad = validateHeader(h, secret_);
+      if (bad.empty()) {
+        auto t = static_cast<MsgType>(h.type);
+        bool expected = c.rank < 0 ? t == MsgType::kHello : (t == MsgType::kBarrier || t == MsgType::kBye);
+        if (!expected) bad = "unexpected message type " + std::to_string(h.type);
+      }
+      if (!bad.empty()) {
+        drop(c, bad);
+        return false;
+      }
+      if (c.in.size() < sizeof(h) + h.length) return true;
+      std::vector<uint8_t> payload(c.in.begin() + sizeof(h), c.in.begin() + sizeof(h) + h.length);
+      c.in.erase(c.in.begin(), c.in.begin() + sizeof(h) + h.length);
+      try {
+        if (c.rank < 0) {
+          onHello(c, decodeHello(payload));
+        } else if (static_cast<MsgType>(h.type) == MsgType::kBye) {
+          c.saidBye = true;
+        } else {
+          onBarrier(c, decodeStatus(payload));
+        }
+      } catch (const Error& e) {
+        drop(c, e.what());
+        return false;
+      }
+      if (c.closed) return false;
+    }
+    return true;
+  }
+
+  void send(Conn& c, MsgType t, const std::vector<uint8_t>& payload) {
+    try {
+      c.sock.sendAll(frame(t, secret_, payload).data(), sizeof(FrameHeader) + payload.size(),
+                     Clock::now() + std::chrono::seconds(10));
+    } catch (const Error& e) {
+      drop(c, e.what());
+    }
+  }
+
+  void sendError(Conn& c, const std::string& msg) {
+    std::string m = msg.substr(0, kMaxMessageBytes);
+    send(c, MsgType::kError, std::vector<uint8_t>(m.begin(), m.end()));
+    ++informed_;
+    c.sock.close();
+    c.closed = true;
+  }
+
+  // A job-level error: every rank that is or will be connected hears it.
+  void failJob(const std::string& msg) {
+    if (jobError_.empty()) {
+      jobError_ = msg;
+      logWarn("bootstrap root: " + msg);
+    }
+    for (auto& c : conns_) {
+      if (!c->closed && c->rank >= 0) sendError(*c, jobError_);
+    }
+    byRank_.clear();
+  }
+
+  void onHello(Conn& c, const Hello& h) {
+    if (!jobError_.empty()) {
+      sendError(c, jobError_);
+      return;
+    }
+    if (formed_) {
+      drop(c, "hello from rank " + std::to_string(h.rank) + " after the job formed");
+      return;
+    }
+    if (h.nranks <= 0 || h.nranks > kMaxRanks) {
+      c.rank = h.rank;
+      failJob("rank " + std::to_string(h.rank) + " gave nranks=" + std::to_string(h.nranks));
+      return;
+    }
+    if (nranks_ == 0) {
+      nranks_ = h.nranks;
+      firstRank_ = h.rank;
+    }
+    c.rank = h.rank;
+    if (h.nranks != nranks_) {
+      failJob("nranks mismatch: rank " + std::to_string(firstRank_) + " gave nranks=" + std::to_string(nranks_) +
+              " but rank " + std::to_string(h.rank) + " gave nranks=" + std::to_string(h.nranks));
+      return;
+    }
+    if (h.rank < 0 || h.rank >= nranks_) {
+      failJob("rank " + std::to_string(h.rank) + " is out of range for nranks=" + std::to_string(nranks_));
+      return;
+    }
+    if (byRank_.count(h.rank) != 0) {
+      failJob("duplicate rank: rank " + std::to_string(h.rank) + " joined twice (pids " +
+              std::to_string(peers_[h.rank].pid) + " and " + std::to_string(h.pid) + ")");
+      return;
+    }
+    if (peers_.empty()) peers_.resize(nranks_);
+    peers_[h.rank] = PeerInfo{h.pid, h.hostId};
+    byRank_[h.rank] = &c;
+    if (static_cast<int>(byRank_.size()) == nranks_) {
+      formed_ = true;
+      auto welcome = encodeWelcome(peers_);
+      for (auto& [rank, conn] : byRank_) send(*conn, MsgType::kWelcome, welcome);
+      logInfo("bootstrap root: all " + std::to_string(nranks_) + " ranks joined");
+    }
+  }
+
+  void onBarrier(Conn& c, const StatusMsg& s) {
+    ++c.barriers;
+    if (s.status != 0 && barrierStatus_.status == 0) barrierStatus_ = s;
+    releaseIfComplete();
+  }
+
+  void releaseIfComplete() {
+    uint64_t level = UINT64_MAX;
+    for (auto& [rank, conn] : byRank_) level = std::min(level, conn->barriers);
+    if (level <= released_) return;
+    released_ = level;
+    auto payload = encodeStatus(barrierStatus_);
+    for (auto& [rank, conn] : byRank_) {
+      if (!conn->closed) send(*conn, MsgType::kRelease, payload);
+    }
+    barrierStatus_ = StatusMsg{};
+  }
+
+  void onDisconnect(Conn& c) {
+    c.sock.close();
+    c.closed = true;
+    if (c.rank < 0 || byRank_.count(c.rank) == 0 || byRank_[c.rank] != &c) return;
+    // A rank that leaves without saying goodbye died during initialisation.
+    if (!c.saidBye) {
+      std::string msg = "rank " + std::to_string(c.rank) + " (pid " + std::to_string(peers_[c.rank].pid) +
+                        ") disconnected during initialisation";
+      byRank_.erase(c.rank);
+      failJob(msg);
+      return;
+    }
+    byRank_.erase(c.rank);  // left normally, after the last barrier
+  }
+
+  net::Socket listen_;
+  Secret secret_;
+  Clock::time_point deadline_;
+  std::vector<std::unique_ptr<Conn>> conns_;
+  std::map<int, Conn*> byRank_;
+  std::vector<PeerInfo> peers_;
+  int nranks_ = 0;
+  int firstRank_ = -1;
+  bool formed_ = false;
+  std::string jobError_;
+  int informed_ = 0;
+  uint64_t released_ = 0;
+  StatusMsg barrierStatus_;
+};
+
+}  // namespace
+
+net::SockAddr startRoot(const net::SockAddr& bindAddr, const Secret& secret, std::chrono::milliseconds timeout) {
+  net::Socket listen = net::listenOn(bindAddr);
+  net::SockAddr bound = net::localAddress(listen);
+  auto server = std::make_shared<RootServer>(std::move(listen), secret, timeout);
+  std::thread([server] {
+    try {
+      server->run();
+    } catch (const std::exception& e) {
+      logWarn(std::string("bootstrap root stopped: ") + e.what());
+    }
+  }).detach();
+  return bound;
+}
+
+}  // namespace conflux::bootstrap

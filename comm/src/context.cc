@@ -1,0 +1,167 @@
+#include "context.h"
+
+#include <cstring>
+
+#include "common/env.h"
+#include "common/log.h"
+#include "reduce/kernels.h"
+#include "transport/shm/liveness.h"
+
+namespace conflux {
+
+WaitSettings WaitSettings::fromEnv(int timeoutMsOverride) {
+  WaitSettings w;
+  w.spin = static_cast<int>(std::max<int64_t>(0, env::getInt("CFX_SPIN")));
+  double seconds = env::getDouble("CFX_TIMEOUT");
+  if (seconds <= 0) throw Error(Status::kInvalidArgument, "CFX_TIMEOUT must be positive");
+  w.timeout = std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
+  if (timeoutMsOverride > 0) w.timeout = std::chrono::milliseconds(timeoutMsOverride);
+  w.livenessPeriod = std::chrono::milliseconds(std::max<int64_t>(10, env::getInt("CFX_LIVENESS_MS")));
+  return w;
+}
+
+Context::Context(shm::Segment segment, int rank, std::vector<pid_t> pids, WaitSettings wait)
+    : segment_(std::move(segment)),
+      rank_(rank),
+      size_(static_cast<int>(pids.size())),
+      pids_(std::move(pids)),
+      wait_(wait) {
+  layout_ = Layout::fromHeader(header());
+  if (static_cast<int>(layout_.nranks) != size_) throw Error(Status::kInternalError, "segment rank count mismatch");
+  channels_.reserve(static_cast<size_t>(size_) * size_);
+  for (int s = 0; s < size_; ++s) {
+    for (int d = 0; d < size_; ++d) {
+      std::byte* base = segment_.data() + layout_.channelsOffset() +
+                        (static_cast<size_t>(s) * size_ + d) * layout_.channelStride();
+      channels_.emplace_back(base, layout_.p2pSlots, layout_.p2pSlotBytes);
+    }
+  }
+}
+
+RankControl& Context::control(int r) const {
+  return reinterpret_cast<RankControl*>(segment_.data() + layout_.controlOffset())[r];
+}
+
+std::byte* Context::slotHalf(int r, uint64_t chunk) const {
+  return segment_.data() + layout_.slotsOffset() + static_cast<size_t>(r) * layout_.slotBytes +
+         (chunk & 1) * halfBytes();
+}
+
+std::byte* Context::scratchHalf(uint64_t chunk) const {
+  return segment_.data() + layout_.scratchOffset() + (chunk & 1) * halfBytes();
+}
+
+uint64_t Context::reserveChunks(uint64_t n) {
+  uint64_t first = chunkSeq_;
+  chunkSeq_ += n;
+  return first;
+}
+
+uint64_t Context::arrive() {
+  ++barrierSeq_;
+  control(rank_).arrived.store(barrierSeq_, std::memory_order_release);
+  ringAll();
+  return barrierSeq_;
+}
+
+bool Context::allArrived(uint64_t barrier) const {
+  for (int r = 0; r < size_; ++r) {
+    if (control(r).arrived.load(std::memory_order_acquire) < barrier) return false;
+  }
+  return true;
+}
+
+std::vector<int> Context::notArrived(uint64_t barrier) const {
+  std::vector<int> out;
+  for (int r = 0; r < size_; ++r) {
+    if (control(r).arrived.load(std::memory_order_acquire) < barrier) out.push_back(r);
+  }
+  return out;
+}
+
+void Context::publish(const OpDescriptor& d) { control(rank_).desc[d.seq & 1] = d; }
+
+namespace {
+const char* collName(int c);
+std::string describe(const OpDescriptor& d) {
+  std::string s = std::string(collName(d.coll)) + " #" + std::to_string(d.seq) + " count " + std::to_string(d.count) +
+                  " " + reduce::dataTypeName(static_cast<cfxDataType_t>(d.datatype));
+  if (d.op >= 0) s += std::string(" ") + reduce::redOpName(static_cast<cfxRedOp_t>(d.op));
+  if (d.root >= 0) s += " root " + std::to_string(d.root);
+  return s;
+}
+const char* collName(int c) {
+  static const char* const kNames[] = {"AllReduce", "Reduce", "Broadcast", "AllGather", "ReduceScatter", "AlltoAll"};
+  return (c >= 0 && c < 6) ? kNames[c] : "unknown collective";
+}
+}  // namespace
+
+void Context::checkDescriptors(const OpDescriptor& mine) const {
+  for (int r = 0; r < size_; ++r) {
+    const OpDescriptor& other = control(r).desc[mine.seq & 1];
+    if (!(other == mine)) {
+      throw Error(Status::kInvalidUsage, "collective mismatch: rank " + std::to_string(rank_) + " called " +
+                                             describe(mine) + " but rank " + std::to_string(r) + " called " +
+                                             describe(other));
+    }
+  }
+}
+
+void Context::ring(int peer) { control(peer).bell.ring(); }
+
+void Context::ringAll() {
+  for (int r = 0; r < size_; ++r) {
+    if (r != rank_) control(r).bell.ring();
+  }
+}
+
+shm::Doorbell& Context::myBell() const { return control(rank_).bell; }
+
+void Context::poison(Status status, const std::string& message) {
+  SegmentHeader& h = header();
+  int32_t expected = 0;
+  // Claim the poison slot first (value -1 while writing), then publish who failed.
+  if (h.poisonedBy.compare_exchange_strong(expected, -1)) {
+    h.poisonStatus = static_cast<int32_t>(status);
+    std::snprintf(h.poisonMessage, sizeof(h.poisonMessage), "%s", message.c_str());
+    h.poisonedBy.store(rank_ + 1, std::memory_order_release);
+  }
+  for (int r = 0; r < size_; ++r) control(r).bell.ringAlways();
+}
+
+void Context::abort() {
+  aborted_.store(true, std::memory_order_release);
+  myBell().ringAlways();
+}
+
+void Context::checkHealth(std::chrono::steady_clock::time_point lastProgress, const std::string& what) {
+  if (aborted()) {
+    poison(Status::kAborted, "rank " + std::to_string(rank_) + " aborted the communicator");
+    throw Error(Status::kAborted, "communicator aborted while waiting for " + what);
+  }
+  int32_t by = header().poisonedBy.load(std::memory_order_acquire);
+  if (by > 0) {
+    throw Error(Status::kRemoteError, "rank " + std::to_string(by - 1) + " failed (" +
+                                          std::string(header().poisonMessage) + ") while this rank waited for " + what);
+  }
+  auto now = std::chrono::steady_clock::now();
+  if (now - lastLivenessCheck_ >= wait_.livenessPeriod) {
+    lastLivenessCheck_ = now;
+    for (int r = 0; r < size_; ++r) {
+      if (r != rank_ && !shm::processAlive(pids_[r])) {
+        std::string msg = "rank " + std::to_string(r) + " (pid " + std::to_string(pids_[r]) + ") exited";
+        poison(Status::kRemoteError, msg);
+        throw Error(Status::kRemoteError, msg + " while this rank waited for " + what);
+      }
+    }
+  }
+  if (now - lastProgress > wait_.timeout) {
+    auto secs = std::chrono::duration_cast<std::chrono::duration<double>>(wait_.timeout).count();
+    std::string msg = "rank " + std::to_string(rank_) + " timed out after " + std::to_string(secs) +
+                      " s without progress waiting for " + what;
+    poison(Status::kTimeout, msg);
+    throw Error(Status::kTimeout, msg + " (CFX_TIMEOUT)");
+  }
+}
+
+}  // namespace conflux

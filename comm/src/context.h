@@ -1,0 +1,93 @@
+// The context is everything an algorithm may touch: this rank's place in the communicator, the
+// shared staging memory, barriers, point-to-point channels, and the waiting policy. Algorithms
+// never see a socket, a segment name or a process id (Gloo's separation of algorithm and
+// transport).
+#pragma once
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/error.h"
+#include "shm_layout.h"
+#include "transport/shm/channel.h"
+#include "transport/shm/segment.h"
+
+namespace conflux {
+
+struct WaitSettings {
+  int spin = 2000;                               // polls before yielding, then sleeping
+  std::chrono::milliseconds timeout{300000};     // no progress for this long: kTimeout
+  std::chrono::milliseconds livenessPeriod{200}; // how often sleeping waiters check peers
+  static WaitSettings fromEnv(int timeoutMsOverride);
+};
+
+class Context {
+ public:
+  Context(shm::Segment segment, int rank, std::vector<pid_t> pids, WaitSettings wait);
+  Context(const Context&) = delete;
+  Context& operator=(const Context&) = delete;
+
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  const WaitSettings& wait() const { return wait_; }
+
+  // Staging memory: rank r's slot half for global chunk number `chunk`, and the shared scratch
+  // half. Halves alternate with the chunk number, so writers of chunk k and readers of chunk k-1
+  // never touch the same bytes.
+  size_t halfBytes() const { return layout_.slotBytes / 2; }
+  std::byte* slotHalf(int r, uint64_t chunk) const;
+  std::byte* scratchHalf(uint64_t chunk) const;
+  // Reserves `n` consecutive global chunk numbers; returns the first.
+  uint64_t reserveChunks(uint64_t n);
+  uint64_t nextOpSeq() { return ++opSeq_; }
+
+  // Barrier: arrive() publishes this rank's arrival and wakes sleeping peers; allArrived() polls.
+  uint64_t arrive();
+  bool allArrived(uint64_t barrier) const;
+  std::vector<int> notArrived(uint64_t barrier) const;
+
+  // Collective descriptors, checked after the first barrier of every collective so that ranks
+  // calling different collectives (or with different counts) fail with a clear error.
+  void publish(const OpDescriptor& d);
+  void checkDescriptors(const OpDescriptor& mine) const;
+
+  shm::Channel& sendChannel(int peer) { return channels_[static_cast<size_t>(rank_) * size_ + peer]; }
+  shm::Channel& recvChannel(int peer) { return channels_[static_cast<size_t>(peer) * size_ + rank_]; }
+  void ring(int peer);
+  void ringAll();
+
+  // Waiting support for the executor.
+  shm::Doorbell& myBell() const;
+  // Throws if the communicator was aborted or poisoned, a peer died, or `since` is older than the
+  // timeout. `what` describes what is being waited for, for the error message.
+  void checkHealth(std::chrono::steady_clock::time_point lastProgress, const std::string& what);
+  // Marks the communicator failed in shared memory so every peer stops waiting at once.
+  void poison(Status status, const std::string& message);
+  void abort();
+  bool aborted() const { return aborted_.load(std::memory_order_acquire); }
+
+ private:
+  RankControl& control(int r) const;
+  SegmentHeader& header() const { return *reinterpret_cast<SegmentHeader*>(segment_.data()); }
+
+  shm::Segment segment_;
+  Layout layout_;
+  int rank_;
+  int size_;
+  std::vector<pid_t> pids_;
+  WaitSettings wait_;
+  std::vector<shm::Channel> channels_;
+  uint64_t barrierSeq_ = 0;
+  uint64_t chunkSeq_ = 0;
+  uint64_t opSeq_ = 0;
+  std::atomic<bool> aborted_{false};
+  std::chrono::steady_clock::time_point lastLivenessCheck_{};
+};
+
+}  // namespace conflux

@@ -1,0 +1,107 @@
+#include "engine.h"
+
+#include "common/log.h"
+#include "executor.h"
+
+namespace conflux {
+
+void Completion::set(const Outcome& o) {
+  std::lock_guard<std::mutex> lock(mu_);
+  outcome_ = o;
+  done_ = true;
+  cv_.notify_all();
+}
+
+Outcome Completion::wait() {
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait(lock, [&] { return done_; });
+  return outcome_;
+}
+
+Engine::~Engine() {
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [&] { return queue_.empty() && !busy_; });
+    stop_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+Outcome Engine::execute(Batch& batch) {
+  Outcome out;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!failed_.ok()) out = Outcome{failed_.status, "communicator failed earlier: " + failed_.message};
+  }
+  if (out.ok()) {
+    try {
+      executeBatch(ctx_, batch.ops);
+    } catch (const Error& e) {
+      out = Outcome{e.status(), e.what()};
+    } catch (const std::exception& e) {
+      out = Outcome{Status::kInternalError, e.what()};
+    }
+    if (!out.ok()) {
+      logWarn("rank " + std::to_string(ctx_.rank()) + ": " + out.message);
+      std::lock_guard<std::mutex> lock(mu_);
+      if (failed_.ok()) failed_ = out;
+    }
+  }
+  for (Stream* s : batch.streams) s->completed(out);
+  return out;
+}
+
+Outcome Engine::runBlocking(Batch batch) {
+  std::unique_lock<std::mutex> lock(mu_);
+  if (queue_.empty() && !busy_) {
+    busy_ = true;
+    lock.unlock();
+    Outcome out = execute(batch);
+    lock.lock();
+    busy_ = false;
+    cv_.notify_all();
+    return out;
+  }
+  lock.unlock();
+  auto done = std::make_shared<Completion>();
+  enqueue(std::move(batch), done);
+  return done->wait();
+}
+
+void Engine::enqueue(Batch batch, std::shared_ptr<Completion> done) {
+  for (Stream* s : batch.streams) s->enqueued();
+  std::lock_guard<std::mutex> lock(mu_);
+  queue_.push_back(Item{std::move(batch), std::move(done)});
+  if (!thread_.joinable()) thread_ = std::thread(&Engine::threadMain, this);
+  cv_.notify_all();
+}
+
+void Engine::drain() {
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait(lock, [&] { return queue_.empty() && !busy_; });
+}
+
+Outcome Engine::asyncError() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return failed_;
+}
+
+void Engine::threadMain() {
+  std::unique_lock<std::mutex> lock(mu_);
+  for (;;) {
+    cv_.wait(lock, [&] { return stop_ || (!queue_.empty() && !busy_); });
+    if (stop_ && queue_.empty()) return;
+    Item item = std::move(queue_.front());
+    queue_.pop_front();
+    busy_ = true;
+    lock.unlock();
+    Outcome out = execute(item.batch);
+    if (item.done) item.done->set(out);
+    lock.lock();
+    busy_ = false;
+    cv_.notify_all();
+  }
+}
+
+}  // namespace conflux

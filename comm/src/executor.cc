@@ -1,0 +1,111 @@
+#include "executor.h"
+
+#include <sched.h>
+
+#include <algorithm>
+#include <chrono>
+
+namespace conflux {
+
+namespace {
+
+inline void cpuRelax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+
+class BatchRunner {
+ public:
+  BatchRunner(Context& ctx, std::vector<std::unique_ptr<Op>>& ops)
+      : ctx_(ctx), ops_(ops), sendBusy_(ctx.size()), recvBusy_(ctx.size()) {}
+
+  // One pass over the batch. Returns whether anything moved; sets finished_ when all are done.
+  bool step() {
+    bool moved = false;
+    finished_ = true;
+    bool collectiveActive = false;
+    std::fill(sendBusy_.begin(), sendBusy_.end(), 0);
+    std::fill(recvBusy_.begin(), recvBusy_.end(), 0);
+    for (auto& op : ops_) {
+      if (op->done()) continue;
+      finished_ = false;
+      if (!op->isPointToPoint()) {
+        if (collectiveActive) continue;
+        collectiveActive = true;
+      } else {
+        auto& busy = op->isSend() ? sendBusy_ : recvBusy_;
+        if (busy[op->peer()]) continue;
+        busy[op->peer()] = 1;
+      }
+      moved |= op->progress(ctx_);
+    }
+    if (moved && !finished_) finished_ = std::all_of(ops_.begin(), ops_.end(), [](auto& o) { return o->done(); });
+    return moved;
+  }
+
+  bool finished() const { return finished_; }
+
+  std::string pending() const {
+    std::string s;
+    for (auto& op : ops_) {
+      if (op->done()) continue;
+      if (!s.empty()) s += "; ";
+      s += op->describe(ctx_);
+    }
+    return s;
+  }
+
+ private:
+  Context& ctx_;
+  std::vector<std::unique_ptr<Op>>& ops_;
+  std::vector<char> sendBusy_;
+  std::vector<char> recvBusy_;
+  bool finished_ = false;
+};
+
+}  // namespace
+
+void executeBatch(Context& ctx, std::vector<std::unique_ptr<Op>>& ops) {
+  using Clock = std::chrono::steady_clock;
+  BatchRunner runner(ctx, ops);
+  auto lastProgress = Clock::now();
+  const int spin = ctx.wait().spin;
+  constexpr int kYields = 8;
+  const int sleepMs = static_cast<int>(std::clamp<int64_t>(ctx.wait().livenessPeriod.count(), 1, 100));
+  auto what = [&] { return runner.pending(); };
+  int idle = 0;
+  for (;;) {
+    if (runner.step()) {
+      idle = 0;
+      lastProgress = Clock::now();
+    }
+    if (runner.finished()) return;
+    if (idle == 0 && ctx.aborted()) ctx.checkHealth(lastProgress, what());
+    if (++idle <= spin) {
+      cpuRelax();
+      continue;
+    }
+    if (idle <= spin + kYields) {
+      sched_yield();
+      continue;
+    }
+    // Sleep until a peer rings. Re-check after arming, so a ring between the last poll and the
+    // arm is not lost.
+    shm::Doorbell& bell = ctx.myBell();
+    uint32_t token = bell.arm();
+    bool moved = runner.step();
+    if (!moved && !runner.finished()) bell.sleep(token, sleepMs);
+    bell.disarm();
+    if (moved) {
+      idle = 0;
+      lastProgress = Clock::now();
+    }
+    if (runner.finished()) return;
+    ctx.checkHealth(lastProgress, what());
+  }
+}
+
+}  // namespace conflux

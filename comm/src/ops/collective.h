@@ -1,0 +1,50 @@
+// The skeleton every shared-memory collective shares.
+//
+// A collective is cut into chunks that fit half of a staging slot, and run as a pipeline of
+// phases with one barrier between consecutive phases. In phase p a rank may
+//   - stage chunk p:      write its own slot half for chunk p,
+//   - combine chunk p-1:  read every rank's slot half for chunk p-1 (and write its scratch slice),
+//   - finish chunk p-2:   read the scratch half for chunk p-2.
+// Writers and readers of one phase always touch different halves, because halves alternate with
+// the global chunk number, and the barrier after a phase guarantees that every rank finished it
+// before anyone reuses those halves two chunks later. The last phase needs no barrier: the next
+// collective's first phase only writes halves of the next chunk number.
+//
+// Before the first barrier each rank publishes a descriptor of the call; after it, every rank
+// checks that all ranks called the same collective with the same arguments.
+#pragma once
+
+#include "ops/op.h"
+
+namespace conflux {
+
+class PhasedCollective : public Op {
+ public:
+  explicit PhasedCollective(const CollArgs& a);
+  bool progress(Context& ctx) final;
+  bool done() const final { return done_; }
+  std::string describe(const Context& ctx) const final;
+
+ protected:
+  // Called once, before the first phase: compute chunking; return the number of phases.
+  virtual int plan(Context& ctx) = 0;
+  virtual void runPhase(Context& ctx, int phase) = 0;
+
+  // Element range [lo, hi) of a chunk of `len` elements that rank r combines (cache-line aligned).
+  void sliceOf(size_t len, int r, int nranks, size_t& lo, size_t& hi) const;
+  size_t bytes(size_t elems) const { return elems * esize_; }
+
+  CollArgs a_;
+  size_t esize_;
+  uint64_t firstChunk_ = 0;
+
+ private:
+  OpDescriptor desc_;
+  int phases_ = -1;
+  int phase_ = 0;
+  uint64_t barrier_ = 0;
+  bool checked_ = false;
+  bool done_ = false;
+};
+
+}  // namespace conflux

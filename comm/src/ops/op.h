@@ -1,0 +1,44 @@
+// An operation is a non-blocking state machine: progress() moves it as far as it can without
+// waiting and reports whether anything changed. The executor (executor.h) drives a batch of
+// operations and decides when to spin, yield or sleep.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "conflux/conflux.h"
+#include "context.h"
+
+namespace conflux {
+
+class Op {
+ public:
+  virtual ~Op() = default;
+  virtual bool progress(Context& ctx) = 0;
+  virtual bool done() const = 0;
+  // What the operation is waiting for, for timeout messages.
+  virtual std::string describe(const Context& ctx) const = 0;
+  // Point-to-point operations progress concurrently, one at a time per (peer, direction);
+  // collectives run one after another in issue order.
+  virtual bool isPointToPoint() const { return false; }
+  virtual int peer() const { return -1; }
+  virtual bool isSend() const { return false; }
+};
+
+enum class Coll { kAllReduce = 0, kReduce, kBroadcast, kAllGather, kReduceScatter, kAlltoAll };
+
+struct CollArgs {
+  Coll coll;
+  const void* send;
+  void* recv;
+  size_t count;  // NCCL's meaning: per-rank count for AllGather, ReduceScatter and AlltoAll
+  cfxDataType_t datatype;
+  cfxRedOp_t op;  // ignored for data-movement collectives
+  int root;       // -1 where the collective has none
+};
+
+std::unique_ptr<Op> makeCollective(const CollArgs& args);
+std::unique_ptr<Op> makeSend(const void* buf, size_t bytes, int peer);
+std::unique_ptr<Op> makeRecv(void* buf, size_t bytes, int peer);
+
+}  // namespace conflux

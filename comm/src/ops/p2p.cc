@@ -1,0 +1,62 @@
+// Send and Recv over the shared-memory channel of the (sender, receiver) pair.
+#include "ops/op.h"
+
+namespace conflux {
+
+namespace {
+
+class SendOp : public Op {
+ public:
+  SendOp(const void* buf, size_t bytes, int peer) : peer_(peer) {
+    t_.data = static_cast<std::byte*>(const_cast<void*>(buf));
+    t_.bytes = bytes;
+  }
+  bool progress(Context& ctx) override {
+    if (!ctx.sendChannel(peer_).progressSend(t_)) return false;
+    ctx.ring(peer_);
+    return true;
+  }
+  bool done() const override { return t_.complete(); }
+  std::string describe(const Context&) const override {
+    return "Send to rank " + std::to_string(peer_) + " (" + std::to_string(t_.done) + "/" + std::to_string(t_.bytes) +
+           " bytes consumed)";
+  }
+  bool isPointToPoint() const override { return true; }
+  int peer() const override { return peer_; }
+  bool isSend() const override { return true; }
+
+ private:
+  int peer_;
+  shm::Channel::Transfer t_;
+};
+
+class RecvOp : public Op {
+ public:
+  RecvOp(void* buf, size_t bytes, int peer) : peer_(peer) {
+    t_.data = static_cast<std::byte*>(buf);
+    t_.bytes = bytes;
+  }
+  bool progress(Context& ctx) override {
+    if (!ctx.recvChannel(peer_).progressRecv(t_, peer_, ctx.rank())) return false;
+    ctx.ring(peer_);
+    return true;
+  }
+  bool done() const override { return t_.complete(); }
+  std::string describe(const Context&) const override {
+    return "Recv from rank " + std::to_string(peer_) + " (" + std::to_string(t_.done) + "/" +
+           std::to_string(t_.bytes) + " bytes received)";
+  }
+  bool isPointToPoint() const override { return true; }
+  int peer() const override { return peer_; }
+
+ private:
+  int peer_;
+  shm::Channel::Transfer t_;
+};
+
+}  // namespace
+
+std::unique_ptr<Op> makeSend(const void* buf, size_t bytes, int peer) { return std::make_unique<SendOp>(buf, bytes, peer); }
+std::unique_ptr<Op> makeRecv(void* buf, size_t bytes, int peer) { return std::make_unique<RecvOp>(buf, bytes, peer); }
+
+}  // namespace conflux

@@ -1,0 +1,96 @@
+// Narrow floating-point formats: bf16 and the two OCP fp8 formats (E4M3 "FN": no infinity, NaN is
+// S.1111.111, max 448; E5M2: IEEE-like with infinities, max 57344). Conversions from float round
+// to nearest even and saturate to the largest finite value (CUDA's __NV_SATFINITE), NaN stays NaN.
+// fp16 uses the compiler's _Float16.
+#pragma once
+
+#include <array>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+
+namespace conflux::reduce {
+
+inline uint32_t floatBits(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, sizeof(u));
+  return u;
+}
+inline float bitsFloat(uint32_t u) {
+  float f;
+  std::memcpy(&f, &u, sizeof(f));
+  return f;
+}
+
+inline float bf16ToFloat(uint16_t b) { return bitsFloat(static_cast<uint32_t>(b) << 16); }
+
+inline uint16_t floatToBf16(float f) {
+  uint32_t u = floatBits(f);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((u >> 16) | 0x40);  // quiet NaN
+  u += 0x7fffu + ((u >> 16) & 1u);  // round to nearest even
+  return static_cast<uint16_t>(u >> 16);
+}
+
+struct Fp8Format {
+  int mantissaBits;
+  int bias;
+  uint8_t maxCode;  // largest finite magnitude code
+  uint8_t nanCode;
+};
+inline constexpr Fp8Format kE4M3{3, 7, 0x7e, 0x7f};
+inline constexpr Fp8Format kE5M2{2, 15, 0x7b, 0x7f};
+
+inline float fp8Decode(uint8_t code, const Fp8Format& f) {
+  int sign = code >> 7;
+  int e = (code & 0x7f) >> f.mantissaBits;
+  int m = code & ((1 << f.mantissaBits) - 1);
+  int emax = (1 << (7 - f.mantissaBits)) - 1;
+  float v;
+  if (f.mantissaBits == 2 && e == emax) {
+    v = m == 0 ? INFINITY : NAN;
+  } else if (f.mantissaBits == 3 && (code & 0x7f) == 0x7f) {
+    v = NAN;
+  } else if (e == 0) {
+    v = std::ldexp(static_cast<float>(m), 1 - f.bias - f.mantissaBits);
+  } else {
+    v = std::ldexp(static_cast<float>((1 << f.mantissaBits) | m), e - f.bias - f.mantissaBits);
+  }
+  return sign ? -v : v;
+}
+
+inline uint8_t fp8Encode(float x, const Fp8Format& f) {
+  uint32_t u = floatBits(x);
+  uint8_t sign = static_cast<uint8_t>((u >> 24) & 0x80);
+  u &= 0x7fffffffu;
+  if (u > 0x7f800000u) return sign | f.nanCode;
+  float a = bitsFloat(u);
+  float minNormal = std::ldexp(1.0f, 1 - f.bias);
+  if (a < minNormal) {
+    // Subnormal range: quantise to multiples of the smallest subnormal, ties to even. A result of
+    // 2^M is exactly the code of the smallest normal.
+    float q = std::nearbyint(std::ldexp(a, f.bias - 1 + f.mantissaBits));
+    return sign | static_cast<uint8_t>(q);
+  }
+  int shift = 23 - f.mantissaBits;
+  uint64_t r = u;
+  r += (1u << (shift - 1)) - 1u + ((r >> shift) & 1u);  // round to nearest even
+  int exp = static_cast<int>(r >> 23) - 127 + f.bias;
+  uint32_t mant = static_cast<uint32_t>(r >> shift) & ((1u << f.mantissaBits) - 1u);
+  uint64_t code = (static_cast<uint64_t>(exp) << f.mantissaBits) | mant;
+  if (code > f.maxCode) code = f.maxCode;  // saturate (also infinity)
+  return sign | static_cast<uint8_t>(code);
+}
+
+// Decoding tables, built once and immutable afterwards.
+inline const std::array<float, 256>& fp8Table(const Fp8Format& f) {
+  static const auto build = [](const Fp8Format& fmt) {
+    std::array<float, 256> t{};
+    for (int i = 0; i < 256; ++i) t[i] = fp8Decode(static_cast<uint8_t>(i), fmt);
+    return t;
+  };
+  static const std::array<float, 256> e4m3 = build(kE4M3);
+  static const std::array<float, 256> e5m2 = build(kE5M2);
+  return f.mantissaBits == 3 ? e4m3 : e5m2;
+}
+
+}  // namespace conflux::reduce

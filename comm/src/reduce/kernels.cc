@@ -1,0 +1,38 @@
+#include "reduce/kernels.h"
+
+namespace conflux::reduce {
+
+const KernelTable& kernels() {
+  static const KernelTable& chosen = []() -> const KernelTable& {
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx2")) return kernelsAvx512();
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c")) {
+      return kernelsAvx2();
+    }
+    return kernelsGeneric();
+  }();
+  return chosen;
+}
+
+size_t dataTypeSize(cfxDataType_t type) {
+  switch (type) {
+    case cfxInt8: case cfxUint8: case cfxFloat8e4m3: case cfxFloat8e5m2: return 1;
+    case cfxFloat16: case cfxBfloat16: return 2;
+    case cfxInt32: case cfxUint32: case cfxFloat32: return 4;
+    case cfxInt64: case cfxUint64: case cfxFloat64: return 8;
+    default: return 0;
+  }
+}
+
+const char* dataTypeName(cfxDataType_t type) {
+  static const char* const kNames[cfxNumTypes] = {"int8", "uint8", "int32", "uint32", "int64", "uint64",
+                                                  "half", "float", "double", "bfloat16", "f8e4m3", "f8e5m2"};
+  return (type >= 0 && type < cfxNumTypes) ? kNames[type] : "invalid";
+}
+
+const char* redOpName(cfxRedOp_t op) {
+  static const char* const kNames[cfxNumOps] = {"sum", "prod", "max", "min", "avg"};
+  return (op >= 0 && op < cfxNumOps) ? kNames[op] : "invalid";
+}
+
+}  // namespace conflux::reduce

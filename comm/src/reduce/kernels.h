@@ -1,0 +1,36 @@
+// Reduction kernels for every datatype x op: dst[i] = src[0][i] op src[1][i] op ... op src[n-1][i],
+// always in source order, so every rank that reduces the same inputs gets bitwise the same output.
+// fp16, bf16 and fp8 accumulate in fp32 and round once; integers wrap; Avg divides the sum by
+// `divisor` (truncating for integers). Kernels are compiled for several instruction sets and chosen
+// at run time.
+#pragma once
+
+#include <cstddef>
+
+#include "conflux/conflux.h"
+
+namespace conflux::reduce {
+
+using ReduceFn = void (*)(void* dst, const void* const* srcs, int nsrc, size_t count, int divisor);
+
+struct KernelTable {
+  const char* isa;
+  ReduceFn fn[cfxNumTypes][cfxNumOps];
+};
+
+const KernelTable& kernelsGeneric();
+const KernelTable& kernelsAvx2();    // requires AVX2, FMA and F16C
+const KernelTable& kernelsAvx512();  // requires AVX-512F and AVX2
+// The best table this CPU supports.
+const KernelTable& kernels();
+
+inline void reduce(void* dst, const void* const* srcs, int nsrc, size_t count, cfxDataType_t type, cfxRedOp_t op,
+                   int divisor) {
+  kernels().fn[type][op](dst, srcs, nsrc, count, divisor);
+}
+
+size_t dataTypeSize(cfxDataType_t type);
+const char* dataTypeName(cfxDataType_t type);
+const char* redOpName(cfxRedOp_t op);
+
+}  // namespace conflux::reduce

@@ -1,0 +1,65 @@
+#include "shm_layout.h"
+
+#include <algorithm>
+#include <string>
+
+#include "common/env.h"
+#include "common/error.h"
+#include "transport/shm/channel.h"
+
+namespace conflux {
+
+namespace {
+constexpr size_t kPage = 4096;
+size_t roundUp(size_t x, size_t a) { return (x + a - 1) / a * a; }
+}  // namespace
+
+size_t Layout::controlOffset() const { return roundUp(sizeof(SegmentHeader), kPage); }
+size_t Layout::slotsOffset() const { return roundUp(controlOffset() + nranks * sizeof(RankControl), kPage); }
+size_t Layout::scratchOffset() const { return slotsOffset() + nranks * slotBytes; }
+size_t Layout::channelsOffset() const { return scratchOffset() + slotBytes; }
+size_t Layout::channelStride() const { return roundUp(shm::channelBytes(p2pSlots, p2pSlotBytes), kPage); }
+size_t Layout::totalBytes() const { return channelsOffset() + static_cast<size_t>(nranks) * nranks * channelStride(); }
+
+Layout Layout::fromEnv(int nranks) {
+  Layout l;
+  l.nranks = static_cast<uint32_t>(nranks);
+  // Each slot half must hold at least one cache line per rank (reduce-scatter stages n blocks).
+  size_t minSlot = roundUp(2 * 64 * 8 * static_cast<size_t>(nranks), kPage);
+  int64_t slot = env::getInt("CFX_SHM_SLOT_BYTES");
+  if (slot <= 0) throw Error(Status::kInvalidArgument, "CFX_SHM_SLOT_BYTES must be positive");
+  l.slotBytes = std::clamp(roundUp(static_cast<size_t>(slot), kPage), minSlot, size_t{1} << 30);
+  int64_t p2p = env::getInt("CFX_SHM_P2P_BYTES");
+  if (p2p <= 0) throw Error(Status::kInvalidArgument, "CFX_SHM_P2P_BYTES must be positive");
+  size_t perChannel = static_cast<size_t>(p2p) / (static_cast<size_t>(nranks) * nranks);
+  perChannel = std::clamp(perChannel, size_t{16} << 10, size_t{1} << 20);
+  l.p2pSlots = 4;
+  l.p2pSlotBytes = roundUp(perChannel / l.p2pSlots, 64);
+  return l;
+}
+
+Layout Layout::fromHeader(const SegmentHeader& h) {
+  if (h.magic != kSegmentMagic || h.version != kSegmentVersion) {
+    throw Error(Status::kInternalError, "shared-memory segment has a bad magic or version");
+  }
+  Layout l;
+  l.nranks = h.nranks;
+  l.slotBytes = h.slotBytes;
+  l.p2pSlots = h.p2pSlots;
+  l.p2pSlotBytes = h.p2pSlotBytes;
+  if (l.totalBytes() != h.totalBytes) throw Error(Status::kInternalError, "shared-memory segment size mismatch");
+  return l;
+}
+
+void Layout::writeHeader(SegmentHeader& h) const {
+  h.nranks = nranks;
+  h.totalBytes = totalBytes();
+  h.slotBytes = slotBytes;
+  h.p2pSlots = p2pSlots;
+  h.p2pSlotBytes = p2pSlotBytes;
+  h.version = kSegmentVersion;
+  std::atomic_thread_fence(std::memory_order_release);
+  h.magic = kSegmentMagic;
+}
+
+}  // namespace conflux

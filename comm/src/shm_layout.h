@@ -1,0 +1,70 @@
+// How a communicator's shared-memory segment is laid out. The first rank of the host computes the
+// layout and writes it into the header; the others read it from there, so a setting that differs
+// between ranks cannot give them different views of the segment.
+//
+//   [Header][RankControl x n][staging slot x n][scratch][p2p channel x n*n]
+//
+// Each staging slot and the scratch area are split in two halves used by alternate chunks, so one
+// barrier per chunk separates writers from readers (see ops/collective.h).
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+#include "transport/shm/doorbell.h"
+
+namespace conflux {
+
+inline constexpr uint64_t kSegmentMagic = 0x43465853484d3031ull;  // "CFXSHM01"
+inline constexpr uint32_t kSegmentVersion = 1;
+
+struct OpDescriptor {
+  uint64_t seq = 0;
+  int32_t coll = 0;
+  int32_t datatype = 0;
+  int32_t op = 0;
+  int32_t root = 0;
+  uint64_t count = 0;
+  bool operator==(const OpDescriptor&) const = default;
+};
+
+struct alignas(64) RankControl {
+  shm::Doorbell bell;
+  alignas(64) std::atomic<uint64_t> arrived{0};  // last barrier this rank reached
+  alignas(64) OpDescriptor desc[2];               // current op, double-buffered by sequence parity
+};
+
+struct SegmentHeader {
+  uint64_t magic;
+  uint32_t version;
+  uint32_t nranks;
+  uint64_t totalBytes;
+  uint64_t slotBytes;
+  uint64_t p2pSlots;
+  uint64_t p2pSlotBytes;
+  alignas(64) std::atomic<int32_t> poisonedBy;  // 0: healthy; r+1: rank r failed
+  int32_t poisonStatus;
+  char poisonMessage[256];
+};
+
+struct Layout {
+  uint32_t nranks = 0;
+  size_t slotBytes = 0;
+  size_t p2pSlots = 0;
+  size_t p2pSlotBytes = 0;
+
+  size_t controlOffset() const;
+  size_t slotsOffset() const;
+  size_t scratchOffset() const;
+  size_t channelsOffset() const;
+  size_t channelStride() const;
+  size_t totalBytes() const;
+
+  // From the environment (CFX_SHM_SLOT_BYTES, CFX_SHM_P2P_BYTES), bounded and aligned.
+  static Layout fromEnv(int nranks);
+  static Layout fromHeader(const SegmentHeader& h);
+  void writeHeader(SegmentHeader& h) const;
+};
+
+}  // namespace conflux

@@ -1,0 +1,77 @@
+#include "common/env.h"
+
+#include <cstdlib>
+#include <cstring>
+
+#include "common/error.h"
+
+namespace conflux::env {
+
+const std::vector<Variable>& registry() {
+  static const std::vector<Variable> kRegistry = {
+      {"CFX_DEBUG", "WARN", "Log level: NONE, VERSION, WARN, INFO or TRACE."},
+      {"CFX_DEBUG_FILE", nullptr, "Write logs to this file instead of stderr; %h is the host, %p the pid."},
+      {"CFX_TIMEOUT", "300", "Seconds any wait may go without progress before the operation fails with cfxTimeout."},
+      {"CFX_BOOTSTRAP_TIMEOUT", "120", "Seconds the bootstrap waits for all ranks to join."},
+      {"CFX_SPIN", "2000", "Polls of a wait before it yields and then sleeps on a futex."},
+      {"CFX_SHM_SLOT_BYTES", "524288", "Bytes of each rank's collective staging slot in shared memory."},
+      {"CFX_SHM_P2P_BYTES", "8388608", "Total bytes of all point-to-point channels of one communicator."},
+      {"CFX_SHM_DIR", "/dev/shm", "Where shared-memory segments are created (checked for free space)."},
+      {"CFX_LIVENESS_MS", "200", "Milliseconds between checks that local peers are alive while waiting."},
+      {"CFX_UNIQUE_ID", nullptr, "Hex-encoded unique id (set by cfxrun); used by cfxCommInitFromEnv."},
+      {"CFX_RANK", nullptr, "This process's rank (set by cfxrun)."},
+      {"CFX_NRANKS", nullptr, "Number of ranks (set by cfxrun)."},
+      {"CFX_LOCAL_RANK", nullptr, "Rank among the processes of this host (set by cfxrun)."},
+      {"CFX_ROOT_ADDR", nullptr, "host:port of the bootstrap root, for launchers without a unique id."},
+      {"CFX_SECRET", nullptr, "32 hex digits: the bootstrap secret when CFX_ROOT_ADDR or MASTER_ADDR is used."},
+      {"CFX_PORT_OFFSET", "1", "Added to MASTER_PORT for the bootstrap root (torchrun's store owns MASTER_PORT)."},
+      {"CFX_HOST_ID", nullptr, "Overrides the host identity (hostname, boot id and network namespace)."},
+  };
+  return kRegistry;
+}
+
+namespace {
+const Variable& lookup(const char* name) {
+  for (const auto& v : registry()) {
+    if (std::strcmp(v.name, name) == 0) return v;
+  }
+  throw Error(Status::kInternalError, std::string("environment variable not registered: ") + name);
+}
+}  // namespace
+
+std::optional<std::string> get(const char* name) {
+  const Variable& v = lookup(name);
+  if (const char* s = std::getenv(name); s != nullptr && *s != '\0') return std::string(s);
+  if (v.defaultValue != nullptr) return std::string(v.defaultValue);
+  return std::nullopt;
+}
+
+std::string getString(const char* name) { return get(name).value_or(""); }
+
+int64_t getInt(const char* name) {
+  std::string s = getString(name);
+  char* end = nullptr;
+  errno = 0;
+  long long v = std::strtoll(s.c_str(), &end, 0);
+  if (s.empty() || errno != 0 || end == nullptr || *end != '\0') {
+    throw Error(Status::kInvalidArgument, std::string(name) + "='" + s + "' is not an integer");
+  }
+  return v;
+}
+
+double getDouble(const char* name) {
+  std::string s = getString(name);
+  char* end = nullptr;
+  double v = std::strtod(s.c_str(), &end);
+  if (s.empty() || end == nullptr || *end != '\0') {
+    throw Error(Status::kInvalidArgument, std::string(name) + "='" + s + "' is not a number");
+  }
+  return v;
+}
+
+std::optional<std::string> getForeign(const char* name) {
+  if (const char* s = std::getenv(name); s != nullptr && *s != '\0') return std::string(s);
+  return std::nullopt;
+}
+
+}  // namespace conflux::env

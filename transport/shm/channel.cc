@@ -1,0 +1,63 @@
+#include "transport/shm/channel.h"
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+#include "common/error.h"
+
+namespace conflux::shm {
+
+size_t channelBytes(size_t slots, size_t slotBytes) { return sizeof(ChannelControl) + slots * slotBytes; }
+
+Channel::Channel(std::byte* base, size_t slots, size_t slotBytes)
+    : ctl_(reinterpret_cast<ChannelControl*>(base)),
+      slots_(base + sizeof(ChannelControl)),
+      nslots_(slots),
+      slotBytes_(slotBytes) {}
+
+bool Channel::progressSend(Transfer& t) {
+  bool moved = false;
+  uint64_t head = ctl_->head.load(std::memory_order_relaxed);
+  while (!t.complete()) {
+    uint64_t tail = ctl_->tail.load(std::memory_order_acquire);
+    if (head - tail >= nslots_) break;  // ring full
+    std::byte* s = slot(head);
+    size_t n = std::min(payloadBytes(), t.bytes - t.done);
+    SlotHeader h{t.bytes, n};
+    std::memcpy(s, &h, sizeof(h));
+    std::memcpy(s + kHeaderBytes, t.data + t.done, n);
+    t.done += n;
+    ++head;
+    ctl_->head.store(head, std::memory_order_release);
+    moved = true;
+  }
+  return moved;
+}
+
+bool Channel::progressRecv(Transfer& t, int srcRank, int dstRank) {
+  bool moved = false;
+  uint64_t tail = ctl_->tail.load(std::memory_order_relaxed);
+  while (!t.complete()) {
+    uint64_t head = ctl_->head.load(std::memory_order_acquire);
+    if (tail == head) break;  // ring empty
+    const std::byte* s = slot(tail);
+    SlotHeader h;
+    std::memcpy(&h, s, sizeof(h));
+    size_t expected = std::min(payloadBytes(), t.bytes - t.done);
+    if (h.messageBytes != t.bytes || h.chunkBytes != expected) {
+      throw Error(Status::kInvalidUsage, "send/recv size mismatch: rank " + std::to_string(srcRank) + " sent " +
+                                             std::to_string(h.messageBytes) + " bytes but rank " +
+                                             std::to_string(dstRank) + " posted a receive of " +
+                                             std::to_string(t.bytes) + " bytes");
+    }
+    std::memcpy(t.data + t.done, s + kHeaderBytes, h.chunkBytes);
+    t.done += h.chunkBytes;
+    ++tail;
+    ctl_->tail.store(tail, std::memory_order_release);
+    moved = true;
+  }
+  return moved;
+}
+
+}  // namespace conflux::shm

@@ -1,0 +1,60 @@
+// A one-directional, ordered point-to-point channel in shared memory: a ring of fixed-size slots
+// written by the sender and consumed by the receiver. Both ends are non-blocking: progress moves
+// what it can and says whether anything moved; the caller rings the other side's doorbell.
+//
+// Every slot carries the total size of the message it belongs to, so a receive that does not
+// match the send in size is detected instead of silently truncating or over-reading.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+namespace conflux::shm {
+
+struct alignas(64) ChannelControl {
+  std::atomic<uint64_t> head{0};  // slots published by the sender
+  char pad0[56];
+  std::atomic<uint64_t> tail{0};  // slots consumed by the receiver
+  char pad1[56];
+};
+
+// Bytes needed for one channel with `slots` slots of `slotBytes` (header included).
+size_t channelBytes(size_t slots, size_t slotBytes);
+
+class Channel {
+ public:
+  Channel() = default;
+  // `base` points to channelBytes(slots, slotBytes) bytes of zeroed shared memory.
+  Channel(std::byte* base, size_t slots, size_t slotBytes);
+
+  struct Transfer {
+    std::byte* data = nullptr;  // source for a send, destination for a receive
+    size_t bytes = 0;
+    size_t done = 0;            // bytes moved so far
+    bool complete() const { return done >= bytes; }
+  };
+
+  // Sender side. Returns true if any slot was published.
+  bool progressSend(Transfer& t);
+  // Receiver side. Returns true if any slot was consumed. Throws Error(kInvalidUsage) if the
+  // sender's message size differs from t.bytes.
+  bool progressRecv(Transfer& t, int srcRank, int dstRank);
+
+  size_t payloadBytes() const { return slotBytes_ - kHeaderBytes; }
+
+ private:
+  static constexpr size_t kHeaderBytes = 64;
+  struct SlotHeader {
+    uint64_t messageBytes;
+    uint64_t chunkBytes;
+  };
+  std::byte* slot(uint64_t i) const { return slots_ + (i % nslots_) * slotBytes_; }
+
+  ChannelControl* ctl_ = nullptr;
+  std::byte* slots_ = nullptr;
+  size_t nslots_ = 0;
+  size_t slotBytes_ = 0;
+};
+
+}  // namespace conflux::shm

@@ -1,0 +1,28 @@
+#include "transport/shm/liveness.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+
+namespace conflux::shm {
+
+bool processAlive(pid_t pid) {
+  char path[64];
+  std::snprintf(path, sizeof(path), "/proc/%d/stat", static_cast<int>(pid));
+  int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  char buf[512];
+  ssize_t n = ::read(fd, buf, sizeof(buf) - 1);
+  ::close(fd);
+  if (n <= 0) return false;
+  buf[n] = '\0';
+  // Format: "pid (comm) S ...": the state follows the last ')'.
+  const char* close = std::strrchr(buf, ')');
+  if (close == nullptr || close[1] == '\0' || close[2] == '\0') return true;
+  char state = close[2];
+  return state != 'Z' && state != 'X' && state != 'x';
+}
+
+}  // namespace conflux::shm
