@@ -20,5 +20,7 @@ write_basic_package_version_file(${CMAKE_CURRENT_BINARY_DIR}/ConfluxConfigVersio
 install(FILES ${CMAKE_CURRENT_BINARY_DIR}/ConfluxConfig.cmake ${CMAKE_CURRENT_BINARY_DIR}/ConfluxConfigVersion.cmake
   DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/Conflux)
 
+# Relocatable: the prefix is found relative to the .pc file, so `cmake --install --prefix X` works.
+file(RELATIVE_PATH CFX_PC_TO_PREFIX "/prefix/${CMAKE_INSTALL_LIBDIR}/pkgconfig" "/prefix")
 configure_file(cmake/conflux.pc.in ${CMAKE_CURRENT_BINARY_DIR}/conflux.pc @ONLY)
 install(FILES ${CMAKE_CURRENT_BINARY_DIR}/conflux.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)

@@ -156,6 +156,13 @@ int exitCodeOf(int status) {
 int main(int argc, char** argv) {
   Options opt = parse(argc, argv);
 
+  // Block the handled signals before any thread exists (the bootstrap root is a thread): a
+  // thread that leaves them unblocked would take a SIGTERM with its default action.
+  sigset_t handled, previous;
+  sigemptyset(&handled);
+  for (int s : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGCHLD}) sigaddset(&handled, s);
+  pthread_sigmask(SIG_BLOCK, &handled, &previous);
+
   cfxUniqueId id;
   if (cfxGetUniqueId(&id) != cfxSuccess) {
     std::fprintf(stderr, "cfxrun: cannot start the bootstrap root: %s\n", cfxGetLastError(nullptr));
@@ -163,10 +170,6 @@ int main(int argc, char** argv) {
   }
   std::string idHex = hexId(id);
 
-  sigset_t handled, previous;
-  sigemptyset(&handled);
-  for (int s : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGCHLD}) sigaddset(&handled, s);
-  pthread_sigmask(SIG_BLOCK, &handled, &previous);
   int sfd = signalfd(-1, &handled, SFD_CLOEXEC | SFD_NONBLOCK);
   if (sfd < 0) {
     std::perror("cfxrun: signalfd");

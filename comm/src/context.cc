@@ -134,34 +134,44 @@ void Context::abort() {
   myBell().ringAlways();
 }
 
-void Context::checkHealth(std::chrono::steady_clock::time_point lastProgress, const std::string& what) {
+void Context::checkAbortAndPoison(const std::function<std::string()>& what) {
   if (aborted()) {
     poison(Status::kAborted, "rank " + std::to_string(rank_) + " aborted the communicator");
-    throw Error(Status::kAborted, "communicator aborted while waiting for " + what);
+    throw Error(Status::kAborted, "communicator aborted while waiting for " + what());
   }
   int32_t by = header().poisonedBy.load(std::memory_order_acquire);
   if (by > 0) {
     throw Error(Status::kRemoteError, "rank " + std::to_string(by - 1) + " failed (" +
-                                          std::string(header().poisonMessage) + ") while this rank waited for " + what);
+                                          std::string(header().poisonMessage) + ") while this rank waited for " + what());
   }
+}
+
+int Context::findDeadPeer(const std::vector<int>& ranks) {
   auto now = std::chrono::steady_clock::now();
-  if (now - lastLivenessCheck_ >= wait_.livenessPeriod) {
-    lastLivenessCheck_ = now;
-    for (int r = 0; r < size_; ++r) {
-      if (r != rank_ && !shm::processAlive(pids_[r])) {
-        std::string msg = "rank " + std::to_string(r) + " (pid " + std::to_string(pids_[r]) + ") exited";
-        poison(Status::kRemoteError, msg);
-        throw Error(Status::kRemoteError, msg + " while this rank waited for " + what);
-      }
-    }
+  if (now - lastLivenessCheck_ < wait_.livenessPeriod) return -1;
+  lastLivenessCheck_ = now;
+  for (int r : ranks) {
+    if (r != rank_ && !shm::processAlive(pids_[r])) return r;
   }
-  if (now - lastProgress > wait_.timeout) {
-    auto secs = std::chrono::duration_cast<std::chrono::duration<double>>(wait_.timeout).count();
-    std::string msg = "rank " + std::to_string(rank_) + " timed out after " + std::to_string(secs) +
-                      " s without progress waiting for " + what;
-    poison(Status::kTimeout, msg);
-    throw Error(Status::kTimeout, msg + " (CFX_TIMEOUT)");
-  }
+  return -1;
+}
+
+void Context::failDeadPeer(int r, const std::function<std::string()>& what) {
+  std::string msg = "rank " + std::to_string(r) + " (pid " + std::to_string(pids_[r]) + ") exited";
+  poison(Status::kRemoteError, msg);
+  throw Error(Status::kRemoteError, msg + " while this rank waited for " + what());
+}
+
+void Context::checkTimeout(std::chrono::steady_clock::time_point lastProgress,
+                           const std::function<std::string()>& what) {
+  if (std::chrono::steady_clock::now() - lastProgress <= wait_.timeout) return;
+  auto secs = std::chrono::duration_cast<std::chrono::duration<double>>(wait_.timeout).count();
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.1f", secs);
+  std::string msg = "rank " + std::to_string(rank_) + " timed out after " + buf +
+                    " s without progress waiting for " + what();
+  poison(Status::kTimeout, msg);
+  throw Error(Status::kTimeout, msg + " (CFX_TIMEOUT)");
 }
 
 }  // namespace conflux

@@ -9,6 +9,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -64,9 +65,16 @@ class Context {
 
   // Waiting support for the executor.
   shm::Doorbell& myBell() const;
-  // Throws if the communicator was aborted or poisoned, a peer died, or `since` is older than the
-  // timeout. `what` describes what is being waited for, for the error message.
-  void checkHealth(std::chrono::steady_clock::time_point lastProgress, const std::string& what);
+  // Health checks for a waiting rank, each throwing Error when it fails:
+  //  - the communicator was aborted here, or another rank poisoned it;
+  //  - nothing moved for longer than the timeout (`what` describes what we wait for).
+  void checkAbortAndPoison(const std::function<std::string()>& what);
+  void checkTimeout(std::chrono::steady_clock::time_point lastProgress, const std::function<std::string()>& what);
+  // The first of `ranks` whose process has exited, or -1 (checked at most every livenessPeriod).
+  // A peer that finished its part and exited is no failure, so the caller progresses once more
+  // and calls failDeadPeer only if it is still blocked on that rank.
+  int findDeadPeer(const std::vector<int>& ranks);
+  [[noreturn]] void failDeadPeer(int rank, const std::function<std::string()>& what);
   // Marks the communicator failed in shared memory so every peer stops waiting at once.
   void poison(Status status, const std::string& message);
   void abort();

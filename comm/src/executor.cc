@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <functional>
 
 namespace conflux {
 
@@ -48,6 +49,14 @@ class BatchRunner {
 
   bool finished() const { return finished_; }
 
+  std::vector<int> waitedOn() const {
+    std::vector<int> ranks;
+    for (auto& op : ops_) {
+      if (!op->done()) op->waitingOn(ctx_, ranks);
+    }
+    return ranks;
+  }
+
   std::string pending() const {
     std::string s;
     for (auto& op : ops_) {
@@ -75,15 +84,30 @@ void executeBatch(Context& ctx, std::vector<std::unique_ptr<Op>>& ops) {
   const int spin = ctx.wait().spin;
   constexpr int kYields = 8;
   const int sleepMs = static_cast<int>(std::clamp<int64_t>(ctx.wait().livenessPeriod.count(), 1, 100));
-  auto what = [&] { return runner.pending(); };
+  const std::function<std::string()> what = [&] { return runner.pending(); };
   int idle = 0;
+  bool slept = false;
   for (;;) {
-    if (runner.step()) {
-      idle = 0;
-      lastProgress = Clock::now();
-    }
+    bool moved = runner.step();
     if (runner.finished()) return;
-    if (idle == 0 && ctx.aborted()) ctx.checkHealth(lastProgress, what());
+    if (moved) {
+      idle = 0;
+      slept = false;
+      lastProgress = Clock::now();
+      continue;
+    }
+    if (slept || ctx.aborted()) {
+      // Checked after a fresh step that found nothing to do, never on stale state.
+      ctx.checkAbortAndPoison(what);
+      if (int dead = ctx.findDeadPeer(runner.waitedOn()); dead >= 0) {
+        // What a dead rank published before exiting is final: one more step sees all of it.
+        if (runner.step() || runner.finished()) continue;
+        std::vector<int> still = runner.waitedOn();
+        if (std::find(still.begin(), still.end(), dead) != still.end()) ctx.failDeadPeer(dead, what);
+      }
+      ctx.checkTimeout(lastProgress, what);
+      slept = false;
+    }
     if (++idle <= spin) {
       cpuRelax();
       continue;
@@ -96,15 +120,16 @@ void executeBatch(Context& ctx, std::vector<std::unique_ptr<Op>>& ops) {
     // arm is not lost.
     shm::Doorbell& bell = ctx.myBell();
     uint32_t token = bell.arm();
-    bool moved = runner.step();
+    moved = runner.step();
     if (!moved && !runner.finished()) bell.sleep(token, sleepMs);
     bell.disarm();
+    if (runner.finished()) return;
     if (moved) {
       idle = 0;
       lastProgress = Clock::now();
+    } else {
+      slept = true;
     }
-    if (runner.finished()) return;
-    ctx.checkHealth(lastProgress, what());
   }
 }
 

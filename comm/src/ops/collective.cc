@@ -59,6 +59,11 @@ std::string PhasedCollective::describe(const Context& ctx) const {
   return s;
 }
 
+void PhasedCollective::waitingOn(const Context& ctx, std::vector<int>& ranks) const {
+  if (barrier_ == 0) return;
+  for (int r : ctx.notArrived(barrier_)) ranks.push_back(r);
+}
+
 void PhasedCollective::sliceOf(size_t len, int r, int nranks, size_t& lo, size_t& hi) const {
   size_t align = std::max<size_t>(1, 64 / esize_);
   size_t per = (len + nranks - 1) / nranks;

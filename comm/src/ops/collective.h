@@ -24,6 +24,7 @@ class PhasedCollective : public Op {
   bool progress(Context& ctx) final;
   bool done() const final { return done_; }
   std::string describe(const Context& ctx) const final;
+  void waitingOn(const Context& ctx, std::vector<int>& ranks) const final;
 
  protected:
   // Called once, before the first phase: compute chunking; return the number of phases.

@@ -5,6 +5,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "conflux/conflux.h"
 #include "context.h"
@@ -18,6 +19,8 @@ class Op {
   virtual bool done() const = 0;
   // What the operation is waiting for, for timeout messages.
   virtual std::string describe(const Context& ctx) const = 0;
+  // The ranks whose progress this operation is blocked on now (checked for liveness).
+  virtual void waitingOn(const Context& ctx, std::vector<int>& ranks) const = 0;
   // Point-to-point operations progress concurrently, one at a time per (peer, direction);
   // collectives run one after another in issue order.
   virtual bool isPointToPoint() const { return false; }

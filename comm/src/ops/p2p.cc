@@ -21,6 +21,7 @@ class SendOp : public Op {
     return "Send to rank " + std::to_string(peer_) + " (" + std::to_string(t_.done) + "/" + std::to_string(t_.bytes) +
            " bytes consumed)";
   }
+  void waitingOn(const Context&, std::vector<int>& ranks) const override { ranks.push_back(peer_); }
   bool isPointToPoint() const override { return true; }
   int peer() const override { return peer_; }
   bool isSend() const override { return true; }
@@ -46,6 +47,7 @@ class RecvOp : public Op {
     return "Recv from rank " + std::to_string(peer_) + " (" + std::to_string(t_.done) + "/" +
            std::to_string(t_.bytes) + " bytes received)";
   }
+  void waitingOn(const Context&, std::vector<int>& ranks) const override { ranks.push_back(peer_); }
   bool isPointToPoint() const override { return true; }
   int peer() const override { return peer_; }
 

@@ -1,0 +1,132 @@
+// Every invalid argument returns cfxInvalidArgument with a message, touches nothing, and leaves the
+// communicator usable.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "harness.h"
+
+namespace cfxtest {
+namespace {
+
+// Expects `call` to fail with cfxInvalidArgument and a message containing `needle`.
+#define EXPECT_INVALID(call, comm, needle)                                                       \
+  do {                                                                                           \
+    cfxResult_t r_ = (call);                                                                     \
+    EXPECT_EQ(r_, cfxInvalidArgument) << #call;                                                  \
+    std::string m_ = cfxGetLastError(comm);                                                      \
+    EXPECT_NE(m_.find(needle), std::string::npos) << #call << " gave message: " << m_;           \
+  } while (0)
+
+TEST(Args, InvalidArgumentsAreRejected) {
+  runRanks(3, [](Rank& rk) {
+    cfxComm_t c = rk.comm;
+    std::vector<float> a(64, 1.0f), b(64 * 3, 7.0f);
+    const std::vector<float> before = b;
+    const auto badType = static_cast<cfxDataType_t>(12);
+    const auto negType = static_cast<cfxDataType_t>(-1);
+    const auto badOp = static_cast<cfxRedOp_t>(5);
+
+    EXPECT_INVALID(cfxAllReduce(a.data(), b.data(), 4, cfxFloat32, cfxSum, nullptr, nullptr), nullptr, "comm is NULL");
+    EXPECT_INVALID(cfxAllReduce(nullptr, b.data(), 4, cfxFloat32, cfxSum, c, nullptr), c, "sendbuff is NULL");
+    EXPECT_INVALID(cfxAllReduce(a.data(), nullptr, 4, cfxFloat32, cfxSum, c, nullptr), c, "recvbuff is NULL");
+    EXPECT_INVALID(cfxAllReduce(a.data(), b.data(), 4, badType, cfxSum, c, nullptr), c, "invalid datatype 12");
+    EXPECT_INVALID(cfxAllReduce(a.data(), b.data(), 4, negType, cfxSum, c, nullptr), c, "invalid datatype -1");
+    EXPECT_INVALID(cfxAllReduce(a.data(), b.data(), 4, cfxFloat32, badOp, c, nullptr), c, "invalid reduction op 5");
+    EXPECT_INVALID(cfxAllReduce(a.data(), b.data(), SIZE_MAX / 2, cfxFloat32, cfxSum, c, nullptr), c, "overflows");
+    EXPECT_INVALID(cfxAllReduce(a.data(), a.data() + 1, 8, cfxFloat32, cfxSum, c, nullptr), c, "overlap");
+    EXPECT_INVALID(cfxReduce(a.data(), b.data(), 4, cfxFloat32, cfxSum, 3, c, nullptr), c, "root 3 is out of range");
+    EXPECT_INVALID(cfxReduce(a.data(), b.data(), 4, cfxFloat32, cfxSum, -1, c, nullptr), c, "root -1");
+    EXPECT_INVALID(cfxBroadcast(a.data(), b.data(), 4, cfxFloat32, 7, c, nullptr), c, "root 7");
+    EXPECT_INVALID(cfxAllGather(a.data(), nullptr, 4, cfxFloat32, c, nullptr), c, "recvbuff is NULL");
+    EXPECT_INVALID(cfxAllGather(a.data(), b.data(), SIZE_MAX / 8, cfxFloat64, c, nullptr), c, "overflows");
+    // AllGather in place must sit at recvbuff + rank * sendcount; one element off is an overlap.
+    EXPECT_INVALID(cfxAllGather(b.data() + rk.rank * 4 + 1, b.data(), 4, cfxFloat32, c, nullptr), c, "overlap");
+    EXPECT_INVALID(cfxReduceScatter(a.data(), b.data(), 4, cfxFloat32, badOp, c, nullptr), c, "op");
+    EXPECT_INVALID(cfxReduceScatter(b.data(), b.data() + 1, 4, cfxFloat32, cfxSum, c, nullptr), c, "overlap");
+    EXPECT_INVALID(cfxAlltoAll(a.data(), b.data(), 4, badType, c, nullptr), c, "datatype");
+    EXPECT_INVALID(cfxSend(a.data(), 4, cfxFloat32, 3, c, nullptr), c, "peer 3 is out of range");
+    EXPECT_INVALID(cfxRecv(b.data(), 4, cfxFloat32, -2, c, nullptr), c, "peer -2");
+    EXPECT_INVALID(cfxSend(nullptr, 4, cfxFloat32, 0, c, nullptr), c, "sendbuff is NULL");
+    int notAStream = 0;
+    EXPECT_INVALID(cfxAllReduce(a.data(), b.data(), 4, cfxFloat32, cfxSum, c, &notAStream), c, "stream");
+    EXPECT_INVALID(cfxStreamSynchronize(&notAStream), nullptr, "stream");
+    EXPECT_INVALID(cfxCommCount(c, nullptr), c, "count is NULL");
+    EXPECT_INVALID(cfxCommUserRank(c, nullptr), c, "rank is NULL");
+    EXPECT_INVALID(cfxGetUniqueId(nullptr), nullptr, "NULL");
+    EXPECT_INVALID(cfxCommSplit(c, -5, 0, nullptr, nullptr), c, "newcomm is NULL");
+    cfxComm_t dummy;
+    EXPECT_INVALID(cfxCommSplit(c, -5, 0, &dummy, nullptr), c, "color -5");
+    cfxConfig_t badCfg = CFX_CONFIG_INITIALIZER;
+    badCfg.magic = 0;
+    EXPECT_INVALID(cfxCommSplit(c, 0, 0, &dummy, &badCfg), c, "CFX_CONFIG_INITIALIZER");
+    cfxUniqueId garbage;
+    std::memset(&garbage, 0x42, sizeof(garbage));
+    EXPECT_INVALID(cfxCommInitRank(&dummy, 2, garbage, 0), nullptr, "not a Conflux unique id");
+    EXPECT_EQ(cfxGroupEnd(), cfxInvalidUsage);
+
+    // Nothing was written, and the communicator still works.
+    EXPECT_EQ(b, before);
+    float x = 1.0f, y = 0.0f;
+    CFX_ASSERT_OK(cfxAllReduce(&x, &y, 1, cfxFloat32, cfxSum, c, nullptr));
+    EXPECT_EQ(y, 3.0f);
+    // Count 0 with NULL buffers is fine, as in NCCL.
+    CFX_ASSERT_OK(cfxAllReduce(nullptr, nullptr, 0, cfxFloat32, cfxSum, c, nullptr));
+    cfxResult_t async = cfxInternalError;
+    CFX_ASSERT_OK(cfxCommGetAsyncError(c, &async));
+    EXPECT_EQ(async, cfxSuccess);
+  });
+}
+
+// An argument error inside a group fails the whole group: nothing of it runs.
+TEST(Args, ErrorInsideGroupCancelsGroup) {
+  runRanks(2, [](Rank& rk) {
+    int32_t x = 5, y = -1;
+    CFX_ASSERT_OK(cfxGroupStart());
+    CFX_ASSERT_OK(cfxAllReduce(&x, &y, 1, cfxInt32, cfxSum, rk.comm, nullptr));
+    EXPECT_EQ(cfxSend(&x, 1, cfxInt32, 9, rk.comm, nullptr), cfxInvalidArgument);
+    EXPECT_EQ(cfxGroupEnd(), cfxInvalidArgument);
+    EXPECT_NE(std::string(cfxGetLastError(nullptr)).find("group not run"), std::string::npos);
+    EXPECT_EQ(y, -1);
+    CFX_ASSERT_OK(cfxAllReduce(&x, &y, 1, cfxInt32, cfxSum, rk.comm, nullptr));
+    EXPECT_EQ(y, 10);
+  });
+}
+
+// A destroyed communicator is rejected, not used after free.
+TEST(Args, DestroyedCommunicator) {
+  runRanks(2, [](Rank& rk) {
+    cfxComm_t c = rk.comm;
+    CFX_ASSERT_OK(cfxCommDestroy(c));
+    rk.comm = nullptr;
+    int32_t x = 1, y = 0;
+    EXPECT_INVALID(cfxAllReduce(&x, &y, 1, cfxInt32, cfxSum, c, nullptr), c, "destroyed");
+    EXPECT_INVALID(cfxCommDestroy(c), c, "already destroyed");
+    int n = 0;
+    EXPECT_INVALID(cfxCommCount(c, &n), c, "destroyed");
+  });
+}
+
+TEST(Args, VersionAndStrings) {
+  int v = 0;
+  ASSERT_EQ(cfxGetVersion(&v), cfxSuccess);
+  EXPECT_EQ(v, CFX_VERSION_CODE);
+  EXPECT_EQ(CFX_VERSION_CODE, CFX_MAJOR * 10000 + CFX_MINOR * 100 + CFX_PATCH);
+  EXPECT_STREQ(cfxGetErrorString(cfxSuccess), "no error");
+  EXPECT_NE(std::string(cfxGetErrorString(cfxRemoteError)).find("remote"), std::string::npos);
+  EXPECT_NE(std::string(cfxGetErrorString(cfxTimeout)).find("timed out"), std::string::npos);
+  // NCCL's enum values, so that porting is a rename.
+  EXPECT_EQ(cfxInt8, 0);
+  EXPECT_EQ(cfxFloat8e5m2, 11);
+  EXPECT_EQ(cfxBfloat16, 9);
+  EXPECT_EQ(cfxAvg, 4);
+  EXPECT_EQ(cfxInProgress, 7);
+  EXPECT_EQ(cfxHalf, cfxFloat16);
+  EXPECT_EQ(cfxDouble, cfxFloat64);
+}
+
+}  // namespace
+}  // namespace cfxtest

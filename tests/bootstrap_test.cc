@@ -1,0 +1,227 @@
+// The bootstrap under attack and misuse: garbage, wrong secrets and oversized frames are dropped
+// while the job still forms; nranks mismatches, duplicate and out-of-range ranks fail every rank
+// with a clear error. Ranks are threads of this process here (each with its own communicator).
+#include <gtest/gtest.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <dirent.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "bootstrap/unique_id.h"
+#include "common/error.h"
+#include "bootstrap/wire.h"
+#include "conflux/conflux.h"
+#include "transport/socket/socket.h"
+
+namespace conflux::bootstrap {
+namespace {
+
+using conflux::Error;
+using Clock = std::chrono::steady_clock;
+
+struct RankResult {
+  cfxResult_t result = cfxInternalError;
+  std::string error;
+  cfxComm_t comm = nullptr;
+};
+
+// Runs cfxCommInitRank for each (rank, nranks) pair on its own thread.
+std::vector<RankResult> initThreads(const cfxUniqueId& id, const std::vector<std::pair<int, int>>& ranks) {
+  std::vector<RankResult> out(ranks.size());
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    threads.emplace_back([&, i] {
+      out[i].result = cfxCommInitRank(&out[i].comm, ranks[i].second, id, ranks[i].first);
+      out[i].error = cfxGetLastError(nullptr);
+    });
+  }
+  for (auto& t : threads) t.join();
+  return out;
+}
+
+void destroyAll(std::vector<RankResult>& rs) {
+  for (auto& r : rs) {
+    if (r.comm != nullptr) EXPECT_EQ(cfxCommDestroy(r.comm), cfxSuccess);
+  }
+}
+
+class BootstrapTest : public ::testing::Test {
+ protected:
+  void SetUp() override { setenv("CFX_BOOTSTRAP_TIMEOUT", "20", 1); }
+  void TearDown() override { unsetenv("CFX_BOOTSTRAP_TIMEOUT"); }
+};
+
+TEST_F(BootstrapTest, GarbageAndWrongSecretAreDroppedAndTheJobStillForms) {
+  cfxUniqueId id;
+  ASSERT_EQ(cfxGetUniqueId(&id), cfxSuccess);
+  UniqueIdData d = UniqueIdData::decode(id);
+  auto deadline = Clock::now() + std::chrono::seconds(5);
+
+  std::vector<net::Socket> attackers;
+  // 1. Random garbage.
+  attackers.push_back(net::connectWithRetry(d.root, deadline));
+  std::vector<uint8_t> junk(4000);
+  for (size_t i = 0; i < junk.size(); ++i) junk[i] = static_cast<uint8_t>(i * 131 + 7);
+  attackers.back().sendAll(junk.data(), junk.size(), deadline);
+  // 2. A well-formed hello with the wrong secret, claiming rank 0.
+  Secret wrong = d.secret;
+  wrong[3] ^= 0x10;
+  Hello h{CFX_VERSION_CODE, 3, 0, 1234, "attacker"};
+  auto f = frame(MsgType::kHello, wrong, encodeHello(h));
+  attackers.push_back(net::connectWithRetry(d.root, deadline));
+  attackers.back().sendAll(f.data(), f.size(), deadline);
+  // 3. The right secret but an oversized length.
+  FrameHeader big{};
+  big.magic = kFrameMagic;
+  big.version = kProtocolVersion;
+  big.type = static_cast<uint16_t>(MsgType::kHello);
+  big.length = 1u << 30;
+  std::memcpy(big.secret, d.secret.data(), 16);
+  attackers.push_back(net::connectWithRetry(d.root, deadline));
+  attackers.back().sendAll(&big, sizeof(big), deadline);
+  // 4. A connection that never says anything.
+  attackers.push_back(net::connectWithRetry(d.root, deadline));
+
+  auto ranks = initThreads(id, {{0, 3}, {1, 3}, {2, 3}});
+  for (auto& r : ranks) ASSERT_EQ(r.result, cfxSuccess) << r.error;
+
+  // The root dropped the three bad connections (EOF), without waiting for their payloads.
+  for (int i = 0; i < 3; ++i) {
+    uint8_t b;
+    EXPECT_THROW(attackers[i].recvAll(&b, 1, Clock::now() + std::chrono::seconds(5)), Error) << "attacker " << i;
+  }
+
+  // The job works: an AllReduce across the three threads.
+  std::vector<std::thread> ts;
+  std::vector<int32_t> out(3, -1);
+  for (int r = 0; r < 3; ++r) {
+    ts.emplace_back([&, r] {
+      int32_t x = r + 1;
+      EXPECT_EQ(cfxAllReduce(&x, &out[r], 1, cfxInt32, cfxSum, ranks[r].comm, nullptr), cfxSuccess);
+    });
+  }
+  for (auto& t : ts) t.join();
+  for (int r = 0; r < 3; ++r) EXPECT_EQ(out[r], 6);
+  destroyAll(ranks);
+}
+
+TEST_F(BootstrapTest, NranksMismatchFailsEveryRank) {
+  cfxUniqueId id;
+  ASSERT_EQ(cfxGetUniqueId(&id), cfxSuccess);
+  auto ranks = initThreads(id, {{0, 3}, {1, 3}, {2, 4}});
+  for (auto& r : ranks) {
+    EXPECT_EQ(r.result, cfxInvalidUsage) << r.error;
+    EXPECT_NE(r.error.find("nranks mismatch"), std::string::npos) << r.error;
+  }
+  destroyAll(ranks);
+}
+
+TEST_F(BootstrapTest, DuplicateRankFailsEveryRank) {
+  cfxUniqueId id;
+  ASSERT_EQ(cfxGetUniqueId(&id), cfxSuccess);
+  auto ranks = initThreads(id, {{0, 3}, {1, 3}, {1, 3}});
+  for (auto& r : ranks) {
+    EXPECT_EQ(r.result, cfxInvalidUsage) << r.error;
+    EXPECT_NE(r.error.find("duplicate rank"), std::string::npos) << r.error;
+  }
+  destroyAll(ranks);
+}
+
+TEST_F(BootstrapTest, OutOfRangeRankFailsEveryRank) {
+  cfxUniqueId id;
+  ASSERT_EQ(cfxGetUniqueId(&id), cfxSuccess);
+  auto ranks = initThreads(id, {{0, 3}, {1, 3}, {5, 3}});
+  EXPECT_EQ(ranks[2].result, cfxInvalidArgument) << ranks[2].error;
+  for (auto& r : ranks) {
+    EXPECT_NE(r.result, cfxSuccess);
+    EXPECT_NE(r.error.find("out of range"), std::string::npos) << r.error;
+  }
+  destroyAll(ranks);
+}
+
+TEST_F(BootstrapTest, SegmentIsUnlinkedOnceAllRanksAttached) {
+  char dir[] = "/tmp/cfx-shm-XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  setenv("CFX_SHM_DIR", dir, 1);
+  cfxUniqueId id;
+  ASSERT_EQ(cfxGetUniqueId(&id), cfxSuccess);
+  auto ranks = initThreads(id, {{0, 4}, {1, 4}, {2, 4}, {3, 4}});
+  for (auto& r : ranks) ASSERT_EQ(r.result, cfxSuccess) << r.error;
+  int entries = 0;
+  DIR* dp = opendir(dir);
+  while (dirent* e = readdir(dp)) entries += e->d_name[0] != '.';
+  closedir(dp);
+  EXPECT_EQ(entries, 0) << "a segment was left in " << dir;
+  destroyAll(ranks);
+  unsetenv("CFX_SHM_DIR");
+  rmdir(dir);
+}
+
+TEST_F(BootstrapTest, ShmTooSmallNamesTheSizeAndTheFix) {
+  char dir[] = "/tmp/cfx-tiny-XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  if (mount("tmpfs", dir, "tmpfs", 0, "size=1m") != 0) {
+    rmdir(dir);
+    GTEST_SKIP() << "cannot mount a small tmpfs here (needs root)";
+  }
+  setenv("CFX_SHM_DIR", dir, 1);
+  cfxUniqueId id;
+  ASSERT_EQ(cfxGetUniqueId(&id), cfxSuccess);
+  auto ranks = initThreads(id, {{0, 2}, {1, 2}});
+  for (auto& r : ranks) {
+    EXPECT_EQ(r.result, cfxSystemError) << r.error;
+    EXPECT_NE(r.error.find("MiB is needed"), std::string::npos) << r.error;
+    EXPECT_NE(r.error.find("--shm-size"), std::string::npos) << r.error;
+  }
+  destroyAll(ranks);
+  unsetenv("CFX_SHM_DIR");
+  umount(dir);
+  rmdir(dir);
+}
+
+TEST(Wire, HeaderChecks) {
+  Secret s = randomSecret();
+  auto f = frame(MsgType::kBarrier, s, encodeStatus({0, "x"}));
+  FrameHeader h;
+  std::memcpy(&h, f.data(), sizeof(h));
+  EXPECT_EQ(validateHeader(h, s), "");
+  FrameHeader bad = h;
+  bad.magic ^= 1;
+  EXPECT_EQ(validateHeader(bad, s), "bad magic");
+  bad = h;
+  bad.version = 99;
+  EXPECT_NE(validateHeader(bad, s).find("protocol version 99"), std::string::npos);
+  bad = h;
+  bad.secret[15] ^= 1;
+  EXPECT_EQ(validateHeader(bad, s), "wrong secret");
+  bad = h;
+  bad.length = 1 << 20;
+  EXPECT_NE(validateHeader(bad, s).find("exceeds the bound"), std::string::npos);
+  bad = h;
+  bad.type = 77;
+  EXPECT_NE(validateHeader(bad, s).find("unknown message type"), std::string::npos);
+  EXPECT_THROW(decodeHello({1, 2, 3}), Error);
+  EXPECT_THROW(decodeWelcome({0, 0, 0, 0}), Error);
+}
+
+TEST(Wire, UniqueIdRoundTrip) {
+  for (const char* addr : {"127.0.0.1:4242", "[::1]:5151"}) {
+    UniqueIdData d;
+    d.root = net::SockAddr::parse(addr);
+    d.secret = randomSecret();
+    cfxUniqueId id = d.encode();
+    UniqueIdData back = UniqueIdData::decode(UniqueIdData::fromHex(UniqueIdData::toHex(id)));
+    EXPECT_EQ(back.root.str(), d.root.str());
+    EXPECT_EQ(back.secret, d.secret);
+  }
+  EXPECT_THROW(UniqueIdData::fromHex("abc"), Error);
+}
+
+}  // namespace
+}  // namespace conflux::bootstrap

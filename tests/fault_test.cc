@@ -1,0 +1,139 @@
+// Failures become errors within the timeout, never hangs: a rank killed mid-collective, a stalled
+// rank, and an abort from another thread.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "harness.h"
+
+namespace cfxtest {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+class KillTest : public ::testing::TestWithParam<int> {};
+
+// One rank starts a large AllReduce and is SIGKILLed while it runs; every survivor returns
+// cfxRemoteError naming that rank, long before CFX_TIMEOUT (30 s).
+TEST_P(KillTest, RankKilledMidCollective) {
+  const int n = GetParam();
+  const int victim = n / 2;
+  RunOptions o;
+  o.expectKilled = {victim};
+  o.env = {"CFX_TIMEOUT=30"};
+  runRanks(n, [victim](Rank& rk) {
+    const size_t count = 16 << 20;
+    std::vector<float> a(count, 1.0f), b(count);
+    // A first collective proves everyone is up.
+    CFX_ASSERT_OK(cfxAllReduce(a.data(), b.data(), 1024, cfxFloat32, cfxSum, rk.comm, nullptr));
+    constexpr int kCalls = 16;  // far more work than the victim lives for
+    if (rk.rank == victim) {
+      cfxStream_t s;
+      CFX_ASSERT_OK(cfxStreamCreate(&s));
+      for (int k = 0; k < kCalls; ++k) {
+        CFX_ASSERT_OK(cfxAllReduce(a.data(), b.data(), count, cfxFloat32, cfxSum, rk.comm, s));
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(30));
+      raise(SIGKILL);
+    }
+    cfxResult_t r = cfxSuccess;
+    double secs = 0;
+    for (int k = 0; k < kCalls && r == cfxSuccess; ++k) {
+      auto t0 = Clock::now();
+      r = cfxAllReduce(a.data(), b.data(), count, cfxFloat32, cfxSum, rk.comm, nullptr);
+      secs = since(t0);
+    }
+    EXPECT_EQ(r, cfxRemoteError) << cfxGetErrorString(r);
+    EXPECT_LT(secs, 10.0);
+    std::string msg = cfxGetLastError(rk.comm);
+    EXPECT_NE(msg.find("rank " + std::to_string(victim)), std::string::npos) << msg;
+    cfxResult_t async = cfxSuccess;
+    CFX_ASSERT_OK(cfxCommGetAsyncError(rk.comm, &async));
+    EXPECT_EQ(async, cfxRemoteError);
+    // The communicator stays failed: later calls fail at once instead of hanging.
+    auto t0 = Clock::now();
+    EXPECT_EQ(cfxAllReduce(a.data(), b.data(), 16, cfxFloat32, cfxSum, rk.comm, nullptr), cfxRemoteError);
+    EXPECT_LT(since(t0), 1.0);
+  }, o);
+}
+
+INSTANTIATE_TEST_SUITE_P(Ranks, KillTest, ::testing::Values(2, 3, 4));
+
+// A rank that stops making progress: the others return cfxTimeout after CFX_TIMEOUT; the late
+// rank then finds the communicator failed.
+TEST(Faults, StalledRankTimesOut) {
+  RunOptions o;
+  o.env = {"CFX_TIMEOUT=1"};
+  runRanks(3, [](Rank& rk) {
+    std::vector<double> a(1000, 1.0), b(1000);
+    if (rk.rank == 2) std::this_thread::sleep_for(std::chrono::seconds(3));
+    auto t0 = Clock::now();
+    cfxResult_t r = cfxAllReduce(a.data(), b.data(), a.size(), cfxFloat64, cfxSum, rk.comm, nullptr);
+    double secs = since(t0);
+    if (rk.rank == 2) {
+      EXPECT_EQ(r, cfxRemoteError) << cfxGetErrorString(r);
+      EXPECT_NE(std::string(cfxGetLastError(rk.comm)).find("timed out"), std::string::npos);
+    } else {
+      EXPECT_TRUE(r == cfxTimeout || r == cfxRemoteError) << cfxGetErrorString(r);
+      EXPECT_GE(secs, 0.9);
+      EXPECT_LT(secs, 4.0);
+      EXPECT_NE(std::string(cfxGetLastError(rk.comm)).find("timed out"), std::string::npos)
+          << cfxGetLastError(rk.comm);
+    }
+  }, o);
+}
+
+// cfxCommAbort from another thread makes a blocked operation return cfxAborted promptly; the peer
+// that arrives later learns the communicator was aborted.
+TEST(Faults, AbortFromAnotherThread) {
+  RunOptions o;
+  o.env = {"CFX_TIMEOUT=60"};
+  runRanks(2, [](Rank& rk) {
+    std::vector<int32_t> a(4096, 1), b(4096);
+    if (rk.rank == 0) {
+      std::thread aborter([&] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(300));
+        EXPECT_EQ(cfxCommAbort(rk.comm), cfxSuccess);
+      });
+      auto t0 = Clock::now();
+      cfxResult_t r = cfxAllReduce(a.data(), b.data(), a.size(), cfxInt32, cfxSum, rk.comm, nullptr);
+      EXPECT_EQ(r, cfxAborted) << cfxGetErrorString(r);
+      EXPECT_LT(since(t0), 5.0);
+      aborter.join();
+      // The handle is gone: further use is an invalid argument, not a crash.
+      EXPECT_EQ(cfxAllReduce(a.data(), b.data(), 1, cfxInt32, cfxSum, rk.comm, nullptr), cfxInvalidArgument);
+      rk.comm = nullptr;
+    } else {
+      std::this_thread::sleep_for(std::chrono::seconds(1));
+      auto t0 = Clock::now();
+      cfxResult_t r = cfxAllReduce(a.data(), b.data(), a.size(), cfxInt32, cfxSum, rk.comm, nullptr);
+      EXPECT_EQ(r, cfxRemoteError) << cfxGetErrorString(r);
+      EXPECT_LT(since(t0), 5.0);
+      EXPECT_NE(std::string(cfxGetLastError(rk.comm)).find("aborted"), std::string::npos) << cfxGetLastError(rk.comm);
+    }
+  }, o);
+}
+
+// Ranks that call different collectives get a clear error instead of silent corruption.
+TEST(Faults, MismatchedCollectivesAreDetected) {
+  RunOptions o;
+  o.env = {"CFX_TIMEOUT=20"};
+  runRanks(3, [](Rank& rk) {
+    std::vector<float> a(300, 1.0f), b(900);
+    cfxResult_t r = rk.rank == 1 ? cfxAllReduce(a.data(), b.data(), 200, cfxFloat32, cfxSum, rk.comm, nullptr)
+                                 : cfxAllReduce(a.data(), b.data(), 300, cfxFloat32, cfxSum, rk.comm, nullptr);
+    EXPECT_EQ(r, cfxInvalidUsage) << cfxGetErrorString(r);
+    std::string m = cfxGetLastError(rk.comm);
+    EXPECT_NE(m.find("collective mismatch"), std::string::npos) << m;
+    EXPECT_NE(m.find("count 200"), std::string::npos) << m;
+  }, o);
+}
+
+}  // namespace
+}  // namespace cfxtest

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Installs the build tree into a temporary prefix and checks what a user gets:
+# the header, the library exporting only cfx* symbols, cfxrun in bin/, a C program built with
+# `pkg-config --cflags --libs conflux` alone, and a CMake project using find_package(Conflux).
+set -euo pipefail
+build_dir="$1"
+src_dir="$2"
+prefix="$(mktemp -d)"
+trap 'rm -rf "$prefix"' EXIT
+cmake --install "$build_dir" --prefix "$prefix" > /dev/null
+
+test -f "$prefix/include/conflux/conflux.h" || { echo "header not installed"; exit 1; }
+test -x "$prefix/bin/cfxrun" || { echo "cfxrun not installed"; exit 1; }
+lib="$(ls "$prefix"/lib*/libconflux.so* | head -n1)"
+bad="$(nm -D --defined-only "$lib" | awk '{print $3}' | grep -v '^cfx' || true)"
+if [ -n "$bad" ]; then echo "exported symbols without the cfx prefix:"; echo "$bad"; exit 1; fi
+nm -D --defined-only "$lib" | grep -q ' cfxAllReduce$' || { echo "cfxAllReduce not exported"; exit 1; }
+
+pcdir="$(dirname "$(ls "$prefix"/lib*/pkgconfig/conflux.pc)")"
+export PKG_CONFIG_PATH="$pcdir"
+cc -std=c99 -o "$prefix/hello" "$src_dir/install_consumer/hello.c" $(pkg-config --cflags --libs conflux)
+LD_LIBRARY_PATH="$(dirname "$lib")" "$prefix/hello" | grep -q "conflux version 100" || { echo "pkg-config build failed"; exit 1; }
+
+cmake -S "$src_dir/install_consumer" -B "$prefix/consumer-build" -DCMAKE_PREFIX_PATH="$prefix" > /dev/null
+cmake --build "$prefix/consumer-build" > /dev/null
+LD_LIBRARY_PATH="$(dirname "$lib")" "$prefix/consumer-build/hello" | grep -q "conflux version 100"
+echo "install test passed"

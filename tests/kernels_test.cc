@@ -1,0 +1,147 @@
+// Reduction kernels: the same bits from every instruction set, one rounding for narrow floats,
+// wrapping integers, and the fp8/bf16 conversions.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "reduce/float_formats.h"
+#include "reduce/kernels.h"
+
+namespace conflux::reduce {
+namespace {
+
+std::vector<const KernelTable*> tablesOnThisCpu() {
+  std::vector<const KernelTable*> t = {&kernelsGeneric()};
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c")) {
+    t.push_back(&kernelsAvx2());
+  }
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx2")) t.push_back(&kernelsAvx512());
+  return t;
+}
+
+// Whether element i of a buffer of type t is a NaN.
+bool isNan(const uint8_t* p, cfxDataType_t t) {
+  switch (t) {
+    case cfxFloat16: { _Float16 h; std::memcpy(&h, p, 2); return std::isnan(static_cast<float>(h)); }
+    case cfxFloat32: { float f; std::memcpy(&f, p, 4); return std::isnan(f); }
+    case cfxFloat64: { double d; std::memcpy(&d, p, 8); return std::isnan(d); }
+    case cfxBfloat16: { uint16_t b; std::memcpy(&b, p, 2); return std::isnan(bf16ToFloat(b)); }
+    case cfxFloat8e4m3: return std::isnan(fp8Decode(*p, kE4M3));
+    case cfxFloat8e5m2: return std::isnan(fp8Decode(*p, kE5M2));
+    default: return false;
+  }
+}
+
+// Every instruction set gives the same bits, except that a NaN's payload may differ (hardware and
+// software fp16 conversions quiet NaNs differently). Ranks never see the difference: each element
+// is reduced by one rank and copied to the others.
+TEST(Kernels, EveryIsaGivesTheSameBits) {
+  auto tables = tablesOnThisCpu();
+  std::mt19937_64 rng(42);
+  const size_t count = 1037;  // odd: exercises the vector tails
+  for (int t = 0; t < cfxNumTypes; ++t) {
+    size_t es = dataTypeSize(static_cast<cfxDataType_t>(t));
+    for (int op = 0; op < cfxNumOps; ++op) {
+      for (int nsrc : {1, 2, 3, 8}) {
+        // Random bit patterns (NaNs and infinities included), one element off alignment.
+        std::vector<std::vector<uint8_t>> src(nsrc, std::vector<uint8_t>((count + 1) * es));
+        for (auto& s : src) {
+          for (auto& b : s) b = static_cast<uint8_t>(rng());
+        }
+        std::vector<const void*> ptrs;
+        for (auto& s : src) ptrs.push_back(s.data() + es);
+        std::vector<uint8_t> ref((count + 1) * es), out((count + 1) * es);
+        tables[0]->fn[t][op](ref.data() + es, ptrs.data(), nsrc, count, nsrc);
+        for (size_t k = 1; k < tables.size(); ++k) {
+          std::fill(out.begin(), out.end(), 0);
+          tables[k]->fn[t][op](out.data() + es, ptrs.data(), nsrc, count, nsrc);
+          for (size_t i = 1; i <= count; ++i) {
+            const uint8_t* a = ref.data() + i * es;
+            const uint8_t* b = out.data() + i * es;
+            if (std::memcmp(a, b, es) == 0) continue;
+            auto type = static_cast<cfxDataType_t>(t);
+            ASSERT_TRUE(isNan(a, type) && isNan(b, type))
+                << tables[k]->isa << " differs from generic for " << dataTypeName(type) << " "
+                << redOpName(static_cast<cfxRedOp_t>(op)) << " nsrc " << nsrc << " at element " << i - 1;
+          }
+        }
+      }
+    }
+  }
+}
+
+template <class T>
+std::vector<T> run(cfxDataType_t t, cfxRedOp_t op, std::vector<T> inputs) {
+  std::vector<const void*> ptrs;
+  for (auto& v : inputs) ptrs.push_back(&v);
+  std::vector<T> out(1);
+  reduce(out.data(), ptrs.data(), static_cast<int>(inputs.size()), 1, t, op, static_cast<int>(inputs.size()));
+  return out;
+}
+
+TEST(Kernels, NarrowFloatsRoundOnce) {
+  // 1 + 2^-8 + 2^-8: rounding after each add would tie back to 1 twice; fp32 accumulation gives
+  // 1 + 2^-7, which bf16 holds exactly.
+  auto bf = [](float f) { return floatToBf16(f); };
+  EXPECT_EQ(run<uint16_t>(cfxBfloat16, cfxSum, {bf(1.0f), bf(0x1p-8f), bf(0x1p-8f)})[0], bf(1.0f + 0x1p-7f));
+  _Float16 h1 = 1.0f, hs = 0x1p-11f;
+  EXPECT_EQ(static_cast<float>(run<_Float16>(cfxFloat16, cfxSum, {h1, hs, hs})[0]), 1.0f + 0x1p-10f);
+  // E4M3: 1 + 1/16 + 1/16 = 1.125 (0x39); per-step rounding would give 1.0 (0x38).
+  uint8_t one = fp8Encode(1.0f, kE4M3), sixteenth = fp8Encode(0.0625f, kE4M3);
+  EXPECT_EQ(run<uint8_t>(cfxFloat8e4m3, cfxSum, {one, sixteenth, sixteenth})[0], 0x39);
+}
+
+TEST(Kernels, IntegersWrapAndAvgTruncates) {
+  EXPECT_EQ(run<int8_t>(cfxInt8, cfxSum, {127, 1})[0], -128);
+  EXPECT_EQ(run<int8_t>(cfxInt8, cfxProd, {16, 16})[0], 0);
+  EXPECT_EQ(run<int32_t>(cfxInt32, cfxAvg, {-7, 0})[0], -3);
+  EXPECT_EQ(run<uint8_t>(cfxUint8, cfxAvg, {255, 1})[0], 0);  // the sum wraps before the division
+  EXPECT_EQ(run<uint64_t>(cfxUint64, cfxMax, {~0ull, 1})[0], ~0ull);
+  EXPECT_EQ(run<int64_t>(cfxInt64, cfxMin, {-5, 3, -9})[0], -9);
+}
+
+TEST(Kernels, SourceOrderIsFixed) {
+  // (1e20 + 1) - 1e20 = 0 in fp32, in this order; any other order could give 1.
+  EXPECT_EQ(run<float>(cfxFloat32, cfxSum, {1e20f, 1.0f, -1e20f})[0], 0.0f);
+  EXPECT_EQ(run<float>(cfxFloat32, cfxSum, {1e20f, -1e20f, 1.0f})[0], 1.0f);
+  EXPECT_EQ(run<double>(cfxFloat64, cfxAvg, {1.0, 2.0, 4.0})[0], 7.0 / 3.0);
+}
+
+TEST(FloatFormats, Fp8RoundTripsEveryCode) {
+  for (const Fp8Format* f : {&kE4M3, &kE5M2}) {
+    for (int c = 0; c < 256; ++c) {
+      float v = fp8Decode(static_cast<uint8_t>(c), *f);
+      if (std::isnan(v) || std::isinf(v)) continue;
+      EXPECT_EQ(fp8Encode(v, *f), c) << "code " << c << " value " << v;
+    }
+  }
+}
+
+TEST(FloatFormats, Fp8RoundsToNearestEvenAndSaturates) {
+  EXPECT_EQ(fp8Encode(1.0625f, kE4M3), 0x38);   // tie between 1 and 1.125: even (1)
+  EXPECT_EQ(fp8Encode(1.1875f, kE4M3), 0x3a);   // tie between 1.125 and 1.25: even (1.25)
+  EXPECT_EQ(fp8Encode(1000.0f, kE4M3), 0x7e);   // saturates to 448
+  EXPECT_EQ(fp8Encode(-1000.0f, kE4M3), 0xfe);
+  EXPECT_EQ(fp8Encode(INFINITY, kE5M2), 0x7b);  // saturates to 57344
+  EXPECT_EQ(fp8Encode(NAN, kE4M3), 0x7f);
+  EXPECT_TRUE(std::isnan(fp8Decode(fp8Encode(NAN, kE5M2), kE5M2)));
+  EXPECT_EQ(fp8Decode(0x7e, kE4M3), 448.0f);
+  EXPECT_EQ(fp8Decode(0x7b, kE5M2), 57344.0f);
+  EXPECT_EQ(fp8Decode(0x01, kE4M3), 0x1p-9f);   // smallest subnormal
+  EXPECT_EQ(fp8Encode(0x1p-10f, kE4M3), 0x00);  // half the smallest subnormal: tie to even (0)
+  EXPECT_EQ(fp8Encode(0x1.8p-9f, kE4M3), 0x02); // 1.5 subnormal steps: tie to even (2)
+}
+
+TEST(FloatFormats, Bf16RoundsToNearestEven) {
+  EXPECT_EQ(floatToBf16(1.0f + 0x1p-8f), floatToBf16(1.0f));                 // tie: even
+  EXPECT_EQ(floatToBf16(1.0f + 0x1.8p-8f), floatToBf16(1.0f + 0x1p-7f));     // above the tie: up
+  EXPECT_EQ(floatToBf16(1.0f + 0x1p-7f + 0x1p-8f), floatToBf16(1.0f + 0x1p-6f));  // tie: even (up)
+  EXPECT_TRUE(std::isnan(bf16ToFloat(floatToBf16(NAN))));
+}
+
+}  // namespace
+}  // namespace conflux::reduce

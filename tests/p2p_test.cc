@@ -1,0 +1,135 @@
+// Send/Recv and group semantics: exact payloads, FIFO matching per peer, self-sends, exchanges
+// that only complete because they are grouped, and size mismatches.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstring>
+#include <vector>
+
+#include "harness.h"
+
+namespace cfxtest {
+namespace {
+
+// Byte i of the message from src to dst, tagged with the message number.
+uint8_t payload(int src, int dst, int msg, size_t i) { return static_cast<uint8_t>(src * 31 + dst * 7 + msg * 13 + i); }
+
+std::vector<uint8_t> message(int src, int dst, int msg, size_t bytes) {
+  std::vector<uint8_t> v(bytes);
+  for (size_t i = 0; i < bytes; ++i) v[i] = payload(src, dst, msg, i);
+  return v;
+}
+
+class P2pTest : public ::testing::TestWithParam<int> {};
+
+// Everyone sends to everyone (itself included) 1 MB, far more than a channel holds: without the
+// group every rank would block in its first send.
+TEST_P(P2pTest, GroupedAllPairsExchange) {
+  runRanks(GetParam(), [](Rank& rk) {
+    const size_t bytes = (1 << 20) + 3;
+    std::vector<std::vector<uint8_t>> out(rk.nranks), in(rk.nranks, std::vector<uint8_t>(bytes));
+    CFX_ASSERT_OK(cfxGroupStart());
+    for (int p = 0; p < rk.nranks; ++p) {
+      out[p] = message(rk.rank, p, 0, bytes);
+      CFX_ASSERT_OK(cfxSend(out[p].data(), bytes, cfxUint8, p, rk.comm, nullptr));
+      CFX_ASSERT_OK(cfxRecv(in[p].data(), bytes, cfxUint8, p, rk.comm, nullptr));
+    }
+    CFX_ASSERT_OK(cfxGroupEnd());
+    for (int p = 0; p < rk.nranks; ++p) ASSERT_EQ(in[p], message(p, rk.rank, 0, bytes)) << "from rank " << p;
+  });
+}
+
+// Ring shift with several messages of different sizes to the same peer: matched in issue order.
+TEST_P(P2pTest, RingFifoOrder) {
+  runRanks(GetParam(), [](Rank& rk) {
+    const int next = (rk.rank + 1) % rk.nranks, prev = (rk.rank + rk.nranks - 1) % rk.nranks;
+    const size_t sizes[] = {1, 333333, 17, 0, 65536};
+    std::vector<std::vector<uint8_t>> out, in;
+    for (int m = 0; m < 5; ++m) {
+      out.push_back(message(rk.rank, next, m, sizes[m]));
+      in.emplace_back(sizes[m]);
+    }
+    CFX_ASSERT_OK(cfxGroupStart());
+    for (int m = 0; m < 5; ++m) {
+      CFX_ASSERT_OK(cfxSend(out[m].data(), sizes[m], cfxUint8, next, rk.comm, nullptr));
+      CFX_ASSERT_OK(cfxRecv(in[m].data(), sizes[m], cfxUint8, prev, rk.comm, nullptr));
+    }
+    CFX_ASSERT_OK(cfxGroupEnd());
+    for (int m = 0; m < 5; ++m) ASSERT_EQ(in[m], message(prev, rk.rank, m, sizes[m])) << "message " << m;
+  });
+}
+
+// A collective and point-to-point operations in one group.
+TEST_P(P2pTest, CollectiveInsideGroup) {
+  runRanks(GetParam(), [](Rank& rk) {
+    const int next = (rk.rank + 1) % rk.nranks, prev = (rk.rank + rk.nranks - 1) % rk.nranks;
+    int32_t x = rk.rank + 1, sum = 0, got = -1;
+    int32_t mine = 1000 + rk.rank;
+    CFX_ASSERT_OK(cfxGroupStart());
+    CFX_ASSERT_OK(cfxRecv(&got, 1, cfxInt32, prev, rk.comm, nullptr));
+    CFX_ASSERT_OK(cfxAllReduce(&x, &sum, 1, cfxInt32, cfxSum, rk.comm, nullptr));
+    CFX_ASSERT_OK(cfxSend(&mine, 1, cfxInt32, next, rk.comm, nullptr));
+    CFX_ASSERT_OK(cfxGroupEnd());
+    EXPECT_EQ(sum, rk.nranks * (rk.nranks + 1) / 2);
+    EXPECT_EQ(got, 1000 + prev);
+  });
+}
+
+INSTANTIATE_TEST_SUITE_P(Ranks, P2pTest, ::testing::Values(1, 2, 3, 5, 8));
+
+// Blocking send and receive of a large message between two ranks (no group needed).
+TEST(P2p, BlockingPair) {
+  runRanks(2, [](Rank& rk) {
+    const size_t bytes = 3 << 20;
+    if (rk.rank == 0) {
+      auto m = message(0, 1, 0, bytes);
+      CFX_ASSERT_OK(cfxSend(m.data(), bytes / 4, cfxFloat32, 1, rk.comm, nullptr));
+    } else {
+      std::vector<uint8_t> in(bytes);
+      CFX_ASSERT_OK(cfxRecv(in.data(), bytes / 4, cfxFloat32, 0, rk.comm, nullptr));
+      ASSERT_EQ(in, message(0, 1, 0, bytes));
+    }
+  });
+}
+
+// Without a group the same exchange deadlocks; Conflux reports it as a timeout instead of hanging.
+TEST(P2p, UngroupedExchangeTimesOut) {
+  RunOptions o;
+  o.env = {"CFX_TIMEOUT=1"};
+  runRanks(2, [](Rank& rk) {
+    const size_t bytes = 4 << 20;
+    std::vector<uint8_t> out(bytes, 1);
+    auto t0 = std::chrono::steady_clock::now();
+    cfxResult_t r = cfxSend(out.data(), bytes, cfxUint8, 1 - rk.rank, rk.comm, nullptr);
+    double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    // One rank times out; the other learns of it at once from the poisoned communicator.
+    EXPECT_TRUE(r == cfxTimeout || r == cfxRemoteError) << cfxGetErrorString(r);
+    EXPECT_LT(secs, 10.0);
+    EXPECT_NE(std::string(cfxGetLastError(rk.comm)).find("Send to rank"), std::string::npos)
+        << cfxGetLastError(rk.comm);
+    cfxResult_t async = cfxSuccess;
+    CFX_ASSERT_OK(cfxCommGetAsyncError(rk.comm, &async));
+    EXPECT_EQ(async, r);
+  }, o);
+}
+
+TEST(P2p, SizeMismatchIsAnError) {
+  RunOptions o;
+  o.env = {"CFX_TIMEOUT=20"};
+  runRanks(2, [](Rank& rk) {
+    std::vector<uint8_t> buf(1000);
+    cfxResult_t r = rk.rank == 0 ? cfxSend(buf.data(), 400, cfxUint8, 1, rk.comm, nullptr)
+                                 : cfxRecv(buf.data(), 800, cfxUint8, 0, rk.comm, nullptr);
+    if (rk.rank == 1) {
+      EXPECT_EQ(r, cfxInvalidUsage);
+      EXPECT_NE(std::string(cfxGetLastError(rk.comm)).find("rank 0 sent 400 bytes"), std::string::npos)
+          << cfxGetLastError(rk.comm);
+    } else {
+      // The 400 bytes fit in the channel, so the send itself may already have completed.
+      EXPECT_TRUE(r == cfxSuccess || r == cfxRemoteError) << cfxGetErrorString(r);
+    }
+  }, o);
+}
+
+}  // namespace
+}  // namespace cfxtest

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Install dependencies, build, and run the whole test suite with CTest.
+#   tools/test.sh                    the normal build (build/)
+#   tools/test.sh --sanitize=address ASan + UBSan build (build-asan/)
+#   tools/test.sh --sanitize=thread  TSan build (build-tsan/)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+sanitize=""
+for arg in "$@"; do
+  case "$arg" in
+    --sanitize=*) sanitize="${arg#--sanitize=}" ;;
+    *) echo "usage: $0 [--sanitize=address|thread]" >&2; exit 2 ;;
+  esac
+done
+tools/install-deps.sh
+dir=build
+type=RelWithDebInfo
+if [ -n "$sanitize" ]; then
+  dir="build-${sanitize/address/asan}"
+  dir="${dir/thread/tsan}"
+  type=Debug
+fi
+cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE="$type" -DCFX_SANITIZE="$sanitize"
+cmake --build "$dir"
+# Sanitizer runs: fail on the first report; TSan needs this to follow the ranks' forks.
+export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}"
+export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
+export TSAN_OPTIONS="${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1}"
+cd "$dir"
+ctest -j2 --output-on-failure --timeout 600
