@@ -51,9 +51,9 @@ TEST(Args, InvalidArgumentsAreRejected) {
     EXPECT_INVALID(cfxSend(a.data(), 4, cfxFloat32, 3, c, nullptr), c, "peer 3 is out of range");
     EXPECT_INVALID(cfxRecv(b.data(), 4, cfxFloat32, -2, c, nullptr), c, "peer -2");
     EXPECT_INVALID(cfxSend(nullptr, 4, cfxFloat32, 0, c, nullptr), c, "sendbuff is NULL");
-    int notAStream = 0;
-    EXPECT_INVALID(cfxAllReduce(a.data(), b.data(), 4, cfxFloat32, cfxSum, c, &notAStream), c, "stream");
-    EXPECT_INVALID(cfxStreamSynchronize(&notAStream), nullptr, "stream");
+    uint64_t notAStream[4] = {};  // sized like a handle: the check reads its magic
+    EXPECT_INVALID(cfxAllReduce(a.data(), b.data(), 4, cfxFloat32, cfxSum, c, notAStream), c, "stream");
+    EXPECT_INVALID(cfxStreamSynchronize(notAStream), nullptr, "stream");
     EXPECT_INVALID(cfxCommCount(c, nullptr), c, "count is NULL");
     EXPECT_INVALID(cfxCommUserRank(c, nullptr), c, "rank is NULL");
     EXPECT_INVALID(cfxGetUniqueId(nullptr), nullptr, "NULL");

@@ -26,6 +26,14 @@
 #define CFX_API
 #endif
 
+/* In C++ the enums get a fixed `int` base: C callers may pass any int, and the library must be able
+ * to hold an invalid value in order to reject it (same size and ABI as the C enums). */
+#ifdef __cplusplus
+#define CFX_ENUM_BASE : int
+#else
+#define CFX_ENUM_BASE
+#endif
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -38,7 +46,7 @@ typedef struct {
   char internal[CFX_UNIQUE_ID_BYTES];
 } cfxUniqueId;
 
-typedef enum {
+typedef enum CFX_ENUM_BASE {
   cfxSuccess = 0,
   cfxUnhandledCudaError = 1,
   cfxSystemError = 2,
@@ -52,7 +60,7 @@ typedef enum {
   cfxNumResults = 10
 } cfxResult_t;
 
-typedef enum {
+typedef enum CFX_ENUM_BASE {
   cfxInt8 = 0,
   cfxChar = 0,
   cfxUint8 = 1,
@@ -73,7 +81,7 @@ typedef enum {
   cfxNumTypes = 12
 } cfxDataType_t;
 
-typedef enum {
+typedef enum CFX_ENUM_BASE {
   cfxSum = 0,
   cfxProd = 1,
   cfxMax = 2,
