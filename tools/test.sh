@@ -26,5 +26,8 @@ cmake --build "$dir"
 export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}"
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
 export TSAN_OPTIONS="${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1}"
+# TSan multiplies memory several times: one test at a time keeps 8-rank tests clear of the OOM killer.
+jobs=2
+if [ "$sanitize" = "thread" ]; then jobs=1; fi
 cd "$dir"
-ctest -j2 --output-on-failure --timeout 600
+ctest -j"$jobs" --output-on-failure --timeout 600
