@@ -7,17 +7,12 @@
 #include <vector>
 
 #include "harness.h"
-#include "pattern.h"
+#include "cases.h"
 
 namespace cfxtest {
 namespace {
 
-enum class C { kAllReduce, kReduce, kBroadcast, kAllGather, kReduceScatter, kAlltoAll };
-const char* collName(C c) {
-  static const char* const k[] = {"AllReduce", "Reduce", "Broadcast", "AllGather", "ReduceScatter", "AlltoAll"};
-  return k[static_cast<int>(c)];
-}
-bool reduces(C c) { return c == C::kAllReduce || c == C::kReduce || c == C::kReduceScatter; }
+using C = CollKind;
 
 constexpr size_t kSmallCounts[] = {0, 1, 7, 1031, 100003};
 constexpr size_t kLargeCount = (size_t{4} << 20) + 1;
@@ -26,121 +21,73 @@ constexpr size_t kLargeCount = (size_t{4} << 20) + 1;
 std::string runCase(const Rank& rk, C c, cfxDataType_t t, cfxRedOp_t op, size_t count, bool inPlace) {
   const int n = rk.nranks, me = rk.rank;
   const Pattern pat(t, reduces(c) ? op : cfxSum, n);
-  const size_t es = pat.elemSize();
   const int root = static_cast<int>((count + 1) % n);
   std::string what = std::string(collName(c)) + " " + typeName(t) + (reduces(c) ? std::string(" ") + opName(op) : "") +
                      " count " + std::to_string(count) + (inPlace ? " in-place" : " out-of-place") + " nranks " +
                      std::to_string(n) + " rank " + std::to_string(me) + ":";
-  // Sizes in elements of the send and receive buffers (NCCL's meaning of count).
-  size_t sendElems = count, recvElems = count;
-  if (c == C::kAllGather) recvElems = count * n;
-  if (c == C::kReduceScatter) sendElems = count * n;
-  if (c == C::kAlltoAll) sendElems = recvElems = count * n;
-
-  // Guard bytes around the receive buffer catch writes out of bounds.
-  constexpr size_t kGuard = 64;
-  std::vector<uint8_t> recv(recvElems * es + 2 * kGuard, 0xA5), send(sendElems * es + 1);
-  uint8_t* rbuf = recv.data() + kGuard;
-  uint8_t* sbuf = send.data();
-  pat.fillInput(me, 0, sendElems, sbuf);
-  // Broadcast: only the root's input matters; others start from garbage.
-  if (c == C::kBroadcast && me != root) std::memset(sbuf, 0x5A, sendElems * es);
-
-  const void* sp = sbuf;
-  void* rp = rbuf;
-  if (inPlace) {
-    switch (c) {
-      case C::kAllGather:
-        std::memcpy(rbuf + me * count * es, sbuf, count * es);
-        sp = rbuf + me * count * es;
-        break;
-      case C::kReduceScatter: {
-        // recvbuff == sendbuff + rank * recvcount: the send data lives in a buffer we own.
-        send.resize(sendElems * es + 2 * kGuard, 0xA5);
-        sbuf = send.data();
-        pat.fillInput(me, 0, sendElems, sbuf);
-        sp = sbuf;
-        rp = sbuf + me * count * es;
-        break;
-      }
-      default:
-        std::memcpy(rbuf, sbuf, sendElems * es);
-        sp = rbuf;
-        break;
-    }
-  }
-
-  cfxDataType_t dt = t;
+  CallBuffers b = makeCall(c, pat, me, n, root, count, inPlace);
+  const void* sp = b.sendPtr;
+  void* rp = b.recvPtr;
   cfxResult_t res = cfxInternalError;
   switch (c) {
-    case C::kAllReduce: res = cfxAllReduce(sp, rp, count, dt, op, rk.comm, nullptr); break;
-    case C::kReduce: res = cfxReduce(sp, rp, count, dt, op, root, rk.comm, nullptr); break;
-    case C::kBroadcast: res = cfxBroadcast(sp, rp, count, dt, root, rk.comm, nullptr); break;
-    case C::kAllGather: res = cfxAllGather(sp, rp, count, dt, rk.comm, nullptr); break;
-    case C::kReduceScatter: res = cfxReduceScatter(sp, rp, count, dt, op, rk.comm, nullptr); break;
-    case C::kAlltoAll: res = cfxAlltoAll(sp, rp, count, dt, rk.comm, nullptr); break;
+    case C::kAllReduce: res = cfxAllReduce(sp, rp, count, t, op, rk.comm, nullptr); break;
+    case C::kReduce: res = cfxReduce(sp, rp, count, t, op, root, rk.comm, nullptr); break;
+    case C::kBroadcast: res = cfxBroadcast(sp, rp, count, t, root, rk.comm, nullptr); break;
+    case C::kAllGather: res = cfxAllGather(sp, rp, count, t, rk.comm, nullptr); break;
+    case C::kReduceScatter: res = cfxReduceScatter(sp, rp, count, t, op, rk.comm, nullptr); break;
+    case C::kAlltoAll: res = cfxAlltoAll(sp, rp, count, t, rk.comm, nullptr); break;
+    case C::kSendRecv: break;
   }
   if (res != cfxSuccess) return what + " returned " + cfxGetErrorString(res) + ": " + cfxGetLastError(rk.comm);
-
-  const uint8_t* out = static_cast<const uint8_t*>(rp);
-  std::vector<uint8_t> want;
-  switch (c) {
-    case C::kAllReduce:
-      want.resize(count * es);
-      pat.fillExpected(0, count, want.data());
-      break;
-    case C::kReduce:
-      if (me != root) return "";  // non-root receive buffers are not defined
-      want.resize(count * es);
-      pat.fillExpected(0, count, want.data());
-      break;
-    case C::kBroadcast:
-      want.resize(count * es);
-      pat.fillInput(root, 0, count, want.data());
-      break;
-    case C::kAllGather:
-      want.resize(count * n * es);
-      for (int r = 0; r < n; ++r) pat.fillInput(r, 0, count, want.data() + r * count * es);
-      break;
-    case C::kReduceScatter:
-      want.resize(count * es);
-      pat.fillExpected(me * count, count, want.data());
-      break;
-    case C::kAlltoAll:
-      want.resize(count * n * es);
-      for (int r = 0; r < n; ++r) pat.fillInput(r, me * count, count, want.data() + r * count * es);
-      break;
-  }
-  std::string err = compare(out, want.data(), want.size() / es, t, what);
-  if (!err.empty()) return err;
-  // Nothing outside the receive buffer was written.
-  if (!(inPlace && c == C::kReduceScatter)) {
-    for (size_t g = 0; g < kGuard; ++g) {
-      if (recv[g] != 0xA5 || recv[kGuard + recvElems * es + g] != 0xA5) return what + " wrote outside recvbuff";
-    }
-  }
+  std::string why;
+  if (verify(b, pat, why) != 0) return what + why;
   return "";
 }
 
 class CollectiveTest : public ::testing::TestWithParam<std::tuple<C, int>> {};
 
-TEST_P(CollectiveTest, ExactResults) {
-  auto [c, n] = GetParam();
-  runRanks(n, [c = c](Rank& rk) {
-    std::vector<cfxRedOp_t> ops = {cfxSum};
-    if (reduces(c)) ops = {cfxSum, cfxProd, cfxMax, cfxMin, cfxAvg};
-    for (int t = 0; t < cfxNumTypes; ++t) {
-      for (cfxRedOp_t op : ops) {
-        for (size_t count : kSmallCounts) {
-          for (bool inPlace : {false, true}) {
-            std::string err = runCase(rk, c, static_cast<cfxDataType_t>(t), op, count, inPlace);
-            ASSERT_EQ(err, "");
-          }
+// Every datatype x op x count x in/out of place for one collective.
+void runMatrix(const Rank& rk, C c) {
+  std::vector<cfxRedOp_t> ops = {cfxSum};
+  if (reduces(c)) ops = {cfxSum, cfxProd, cfxMax, cfxMin, cfxAvg};
+  for (int t = 0; t < cfxNumTypes; ++t) {
+    for (cfxRedOp_t op : ops) {
+      for (size_t count : kSmallCounts) {
+        for (bool inPlace : {false, true}) {
+          std::string err = runCase(rk, c, static_cast<cfxDataType_t>(t), op, count, inPlace);
+          ASSERT_EQ(err, "");
         }
       }
     }
-  });
+  }
 }
+
+TEST_P(CollectiveTest, ExactResults) {
+  auto [c, n] = GetParam();
+  runRanks(n, [c = c](Rank& rk) { runMatrix(rk, c); });
+}
+
+// AllReduce and Reduce have two algorithms; each is forced here at every size and rank count (the
+// default switches between them at 16 KiB).
+class AlgorithmTest : public ::testing::TestWithParam<std::tuple<C, int, const char*>> {};
+
+TEST_P(AlgorithmTest, ExactResults) {
+  auto [c, n, algo] = GetParam();
+  RunOptions o;
+  o.env = {std::string("CFX_ALGO=") + algo};
+  runRanks(n, [c = c](Rank& rk) {
+    runMatrix(rk, c);
+    ASSERT_EQ(runCase(rk, c, cfxFloat32, cfxSum, kLargeCount, false), "");
+  }, o);
+}
+
+INSTANTIATE_TEST_SUITE_P(ForcedAlgorithms, AlgorithmTest,
+                         ::testing::Combine(::testing::Values(C::kAllReduce, C::kReduce), ::testing::Values(2, 3, 5, 8),
+                                            ::testing::Values("direct", "rsag")),
+                         [](const auto& info) {
+                           return std::string(collName(std::get<0>(info.param))) + "_" +
+                                  std::to_string(std::get<1>(info.param)) + "ranks_" + std::get<2>(info.param);
+                         });
 
 TEST_P(CollectiveTest, LargeCount) {
   auto [c, n] = GetParam();

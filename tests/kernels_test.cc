@@ -121,6 +121,55 @@ TEST(FloatFormats, Fp8RoundTripsEveryCode) {
   }
 }
 
+// The fast branchless conversions against the reference definitions: every fp8 code, and floats
+// around every fp8 value and rounding midpoint, plus a sweep of random bit patterns.
+TEST(FloatFormats, FastFp8ConversionsMatchTheReference) {
+  std::mt19937 rng(7);
+  for (const Fp8Format* f : {&kE4M3, &kE5M2}) {
+    for (int c = 0; c < 256; ++c) {
+      float ref = fp8Decode(static_cast<uint8_t>(c), *f), fast = fp8ToFloat(static_cast<uint8_t>(c), *f);
+      if (std::isnan(ref)) {
+        EXPECT_TRUE(std::isnan(fast)) << c;
+      } else {
+        EXPECT_EQ(floatBits(ref), floatBits(fast)) << "code " << c;
+      }
+      for (float probe : {ref, std::nextafter(ref, INFINITY), std::nextafter(ref, -INFINITY),
+                          (ref + fp8Decode(static_cast<uint8_t>(c + 1), *f)) / 2}) {
+        if (std::isnan(probe)) continue;
+        ASSERT_EQ(fp8Encode(probe, *f), fp8EncodeReference(probe, *f)) << "value " << probe;
+      }
+    }
+    for (int i = 0; i < 2000000; ++i) {
+      float x = bitsFloat(static_cast<uint32_t>(rng()));
+      if (std::isnan(x)) continue;
+      ASSERT_EQ(fp8Encode(x, *f), fp8EncodeReference(x, *f)) << "value " << x;
+    }
+  }
+}
+
+TEST(FloatFormats, FastHalfConversionsMatchTheCompiler) {
+  for (uint32_t h = 0; h < 65536; ++h) {
+    _Float16 v;
+    uint16_t bits = static_cast<uint16_t>(h);
+    std::memcpy(&v, &bits, 2);
+    float ref = static_cast<float>(v);
+    if (std::isnan(ref)) {
+      EXPECT_TRUE(std::isnan(halfBitsToFloat(bits)));
+      continue;
+    }
+    ASSERT_EQ(floatBits(ref), floatBits(halfBitsToFloat(bits))) << "half 0x" << std::hex << h;
+  }
+  std::mt19937 rng(11);
+  for (int i = 0; i < 4000000; ++i) {
+    float x = bitsFloat(static_cast<uint32_t>(rng()));
+    if (std::isnan(x)) continue;
+    _Float16 want = static_cast<_Float16>(x);
+    uint16_t wantBits;
+    std::memcpy(&wantBits, &want, 2);
+    ASSERT_EQ(floatToHalfBits(x), wantBits) << "value " << x;
+  }
+}
+
 TEST(FloatFormats, Fp8RoundsToNearestEvenAndSaturates) {
   EXPECT_EQ(fp8Encode(1.0625f, kE4M3), 0x38);   // tie between 1 and 1.125: even (1)
   EXPECT_EQ(fp8Encode(1.1875f, kE4M3), 0x3a);   // tie between 1.125 and 1.25: even (1.25)

@@ -44,18 +44,20 @@ Outcome capture(const std::function<void()>& f) {
   }
 }
 
-void logCommInfo(uint64_t hash, int rank, int nranks) {
+void logCommInfo(uint64_t hash, int rank, int nranks, const Tuning& tuning) {
   logInfo("Conflux version " + std::to_string(CFX_MAJOR) + "." + std::to_string(CFX_MINOR) + "." +
           std::to_string(CFX_PATCH) + ": comm " + bootstrap::hex(reinterpret_cast<const uint8_t*>(&hash), 8) +
           " rank " + std::to_string(rank) + " nranks " + std::to_string(nranks) + " pid " + std::to_string(getpid()) +
-          " transport shm (all ranks on one host) - Init COMPLETE");
+          " transport shm (all ranks on one host) - Init COMPLETE; " + tuning.describe(nranks));
 }
 
 }  // namespace
 
 Communicator::Communicator(uint64_t hash, std::vector<pid_t> pids, int rank, shm::Segment segment, Options opts)
-    : hash_(hash), pids_(pids) {
-  ctx_ = std::make_unique<Context>(std::move(segment), rank, std::move(pids), WaitSettings::fromEnv(opts.timeoutMs));
+    : hash_(hash), pids_(pids), tuning_(Tuning::fromEnv()) {
+  const int localRanks = static_cast<int>(pids.size());  // all ranks share this host
+  ctx_ = std::make_unique<Context>(std::move(segment), rank, std::move(pids),
+                                   WaitSettings::fromEnv(opts.timeoutMs, localRanks));
   engine_ = std::make_unique<Engine>(*ctx_);
 }
 
@@ -92,13 +94,13 @@ std::unique_ptr<Communicator> Communicator::init(const bootstrap::UniqueIdData& 
   std::vector<pid_t> pids(nranks);
   for (int r = 0; r < nranks; ++r) pids[r] = peers[r].pid;
   std::unique_ptr<Communicator> comm(new Communicator(hash, std::move(pids), rank, std::move(segment), opts));
-  logCommInfo(hash, rank, nranks);
+  logCommInfo(hash, rank, nranks, comm->tuning());
   return comm;
 }
 
 void Communicator::runInternal(Coll coll, const void* send, void* recv, size_t count, cfxRedOp_t op) {
   Batch b;
-  b.ops.push_back(makeCollective(CollArgs{coll, send, recv, count, cfxInt32, op, -1}));
+  b.ops.push_back(makeCollective(CollArgs{coll, send, recv, count, cfxInt32, op, -1}, tuning_, size()));
   engine_->runBlocking(std::move(b)).raise();
 }
 
@@ -147,7 +149,7 @@ std::unique_ptr<Communicator> Communicator::split(int color, int key, Options op
   std::vector<pid_t> pids;
   for (int r : members) pids.push_back(pids_[r]);
   std::unique_ptr<Communicator> comm(new Communicator(newHash, std::move(pids), newRank, std::move(segment), opts));
-  logCommInfo(newHash, newRank, static_cast<int>(members.size()));
+  logCommInfo(newHash, newRank, static_cast<int>(members.size()), comm->tuning());
   return comm;
 }
 

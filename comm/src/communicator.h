@@ -12,6 +12,7 @@
 #include "bootstrap/unique_id.h"
 #include "context.h"
 #include "engine.h"
+#include "ops/tuning.h"
 
 namespace conflux {
 
@@ -33,6 +34,7 @@ class Communicator {
   int size() const { return ctx_->size(); }
   Context& context() { return *ctx_; }
   Engine& engine() { return *engine_; }
+  const Tuning& tuning() const { return tuning_; }
   // Makes every pending and future operation fail with kAborted (callable from any thread).
   void abort() { ctx_->abort(); }
 
@@ -44,6 +46,7 @@ class Communicator {
   uint64_t hash_;
   std::vector<pid_t> pids_;
   uint64_t splits_ = 0;
+  Tuning tuning_;
   std::unique_ptr<Context> ctx_;    // declared before the engine: the engine's thread uses it
   std::unique_ptr<Engine> engine_;
 };

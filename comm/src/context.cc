@@ -1,5 +1,7 @@
 #include "context.h"
 
+#include <sched.h>
+
 #include <cstring>
 
 #include "common/env.h"
@@ -9,9 +11,18 @@
 
 namespace conflux {
 
-WaitSettings WaitSettings::fromEnv(int timeoutMsOverride) {
+WaitSettings WaitSettings::fromEnv(int timeoutMsOverride, int localRanks) {
   WaitSettings w;
-  w.spin = static_cast<int>(std::max<int64_t>(0, env::getInt("CFX_SPIN")));
+  if (env::getString("CFX_SPIN") == "auto") {
+    // Spinning only pays when every rank has a core; otherwise a waiting rank must give its core
+    // to the rank it waits for.
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    int cpus = sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set) : 1;
+    w.spin = localRanks <= cpus ? 2000 : 0;
+  } else {
+    w.spin = static_cast<int>(std::max<int64_t>(0, env::getInt("CFX_SPIN")));
+  }
   double seconds = env::getDouble("CFX_TIMEOUT");
   if (seconds <= 0) throw Error(Status::kInvalidArgument, "CFX_TIMEOUT must be positive");
   w.timeout = std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));

@@ -25,7 +25,7 @@ struct WaitSettings {
   int spin = 2000;                               // polls before yielding, then sleeping
   std::chrono::milliseconds timeout{300000};     // no progress for this long: kTimeout
   std::chrono::milliseconds livenessPeriod{200}; // how often sleeping waiters check peers
-  static WaitSettings fromEnv(int timeoutMsOverride);
+  static WaitSettings fromEnv(int timeoutMsOverride, int localRanks);
 };
 
 class Context {

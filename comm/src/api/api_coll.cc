@@ -34,6 +34,11 @@ cfxResult_t entry(const char* fn, cfxComm_t comm, cfxStream_t stream, F&& body) 
 
 int myRank(cfxComm_t comm) { return (*CommRef(comm)).rank(); }
 
+std::unique_ptr<conflux::Op> collective(cfxComm_t comm, const CollArgs& a) {
+  CommRef ref(comm);
+  return makeCollective(a, ref->tuning(), ref->size());
+}
+
 }  // namespace
 
 extern "C" {
@@ -47,7 +52,7 @@ cfxResult_t cfxAllReduce(const void* sendbuff, void* recvbuff, size_t count, cfx
     checkBuffer(sendbuff, bytes, "sendbuff");
     checkBuffer(recvbuff, bytes, "recvbuff");
     checkOverlap(sendbuff, bytes, recvbuff, bytes, recvbuff, "sendbuff == recvbuff");
-    submit(comm, stream, makeCollective(CollArgs{Coll::kAllReduce, sendbuff, recvbuff, count, datatype, op, -1}));
+    submit(comm, stream, collective(comm, CollArgs{Coll::kAllReduce, sendbuff, recvbuff, count, datatype, op, -1}));
   });
 }
 
@@ -64,7 +69,7 @@ cfxResult_t cfxReduce(const void* sendbuff, void* recvbuff, size_t count, cfxDat
       checkBuffer(recvbuff, bytes, "recvbuff");
       checkOverlap(sendbuff, bytes, recvbuff, bytes, recvbuff, "sendbuff == recvbuff");
     }
-    submit(comm, stream, makeCollective(CollArgs{Coll::kReduce, sendbuff, recvbuff, count, datatype, op, root}));
+    submit(comm, stream, collective(comm, CollArgs{Coll::kReduce, sendbuff, recvbuff, count, datatype, op, root}));
   });
 }
 
@@ -79,7 +84,7 @@ cfxResult_t cfxBroadcast(const void* sendbuff, void* recvbuff, size_t count, cfx
       checkBuffer(sendbuff, bytes, "sendbuff");
       checkOverlap(sendbuff, bytes, recvbuff, bytes, recvbuff, "sendbuff == recvbuff");
     }
-    submit(comm, stream, makeCollective(CollArgs{Coll::kBroadcast, sendbuff, recvbuff, count, datatype, cfxSum, root}));
+    submit(comm, stream, collective(comm, CollArgs{Coll::kBroadcast, sendbuff, recvbuff, count, datatype, cfxSum, root}));
   });
 }
 
@@ -93,8 +98,7 @@ cfxResult_t cfxAllGather(const void* sendbuff, void* recvbuff, size_t sendcount,
     checkBuffer(recvbuff, recvBytes, "recvbuff");
     const void* inPlace = recvbuff ? static_cast<const char*>(recvbuff) + sendBytes * myRank(comm) : nullptr;
     checkOverlap(sendbuff, sendBytes, recvbuff, recvBytes, inPlace, "sendbuff == recvbuff + rank * sendcount");
-    submit(comm, stream,
-           makeCollective(CollArgs{Coll::kAllGather, sendbuff, recvbuff, sendcount, datatype, cfxSum, -1}));
+    submit(comm, stream, collective(comm, CollArgs{Coll::kAllGather, sendbuff, recvbuff, sendcount, datatype, cfxSum, -1}));
   });
 }
 
@@ -110,8 +114,7 @@ cfxResult_t cfxReduceScatter(const void* sendbuff, void* recvbuff, size_t recvco
     // In place: recvbuff == sendbuff + rank * recvcount; expressed as "recvbuff is at that spot".
     const void* inPlaceRecv = sendbuff ? static_cast<const char*>(sendbuff) + recvBytes * myRank(comm) : nullptr;
     checkOverlap(recvbuff, recvBytes, sendbuff, sendBytes, inPlaceRecv, "recvbuff == sendbuff + rank * recvcount");
-    submit(comm, stream,
-           makeCollective(CollArgs{Coll::kReduceScatter, sendbuff, recvbuff, recvcount, datatype, op, -1}));
+    submit(comm, stream, collective(comm, CollArgs{Coll::kReduceScatter, sendbuff, recvbuff, recvcount, datatype, op, -1}));
   });
 }
 
@@ -123,7 +126,7 @@ cfxResult_t cfxAlltoAll(const void* sendbuff, void* recvbuff, size_t count, cfxD
     checkBuffer(sendbuff, bytes, "sendbuff");
     checkBuffer(recvbuff, bytes, "recvbuff");
     checkOverlap(sendbuff, bytes, recvbuff, bytes, recvbuff, "sendbuff == recvbuff");
-    submit(comm, stream, makeCollective(CollArgs{Coll::kAlltoAll, sendbuff, recvbuff, count, datatype, cfxSum, -1}));
+    submit(comm, stream, collective(comm, CollArgs{Coll::kAlltoAll, sendbuff, recvbuff, count, datatype, cfxSum, -1}));
   });
 }
 

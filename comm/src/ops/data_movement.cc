@@ -118,14 +118,14 @@ class AlltoAllOp : public PhasedCollective {
 
 }  // namespace
 
-std::unique_ptr<Op> makeReducingCollective(const CollArgs& a);
+std::unique_ptr<Op> makeReducingCollective(const CollArgs& a, const Tuning& tuning, int nranks);
 
-std::unique_ptr<Op> makeCollective(const CollArgs& a) {
+std::unique_ptr<Op> makeCollective(const CollArgs& a, const Tuning& tuning, int nranks) {
   switch (a.coll) {
     case Coll::kBroadcast: return std::make_unique<BroadcastOp>(a);
     case Coll::kAllGather: return std::make_unique<AllGatherOp>(a);
     case Coll::kAlltoAll: return std::make_unique<AlltoAllOp>(a);
-    default: return makeReducingCollective(a);
+    default: return makeReducingCollective(a, tuning, nranks);
   }
 }
 

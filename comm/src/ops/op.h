@@ -40,7 +40,9 @@ struct CollArgs {
   int root;       // -1 where the collective has none
 };
 
-std::unique_ptr<Op> makeCollective(const CollArgs& args);
+struct Tuning;
+// The operation for `args` on a communicator of `nranks` ranks, with its algorithm chosen by `tuning`.
+std::unique_ptr<Op> makeCollective(const CollArgs& args, const Tuning& tuning, int nranks);
 std::unique_ptr<Op> makeSend(const void* buf, size_t bytes, int peer);
 std::unique_ptr<Op> makeRecv(void* buf, size_t bytes, int peer);
 

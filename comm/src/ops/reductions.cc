@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "ops/collective.h"
+#include "ops/tuning.h"
 #include "reduce/kernels.h"
 
 namespace conflux {
@@ -57,6 +58,47 @@ class AllReduceOp : public PhasedCollective {
   std::vector<const void*> srcs_;
 };
 
+// AllReduce and Reduce, direct: every rank reduces everything.
+//   stage chunk p:     copy this rank's input chunk into its slot half;
+//   combine chunk p-1: reduce the chunk over all ranks' slot halves, in rank order, straight into
+//                      this rank's output (the root's only, for Reduce).
+// Every rank runs the same kernel over the same inputs in the same order, so all get the same
+// bits.
+class DirectAllReduceOp : public PhasedCollective {
+ public:
+  using PhasedCollective::PhasedCollective;
+
+ protected:
+  int plan(Context& ctx) override {
+    chunkElems_ = ctx.halfBytes() / esize_;
+    nchunks_ = (a_.count + chunkElems_ - 1) / chunkElems_;
+    firstChunk_ = ctx.reserveChunks(nchunks_);
+    srcs_.resize(ctx.size());
+    return static_cast<int>(nchunks_ + 1);
+  }
+
+  void runPhase(Context& ctx, int phase) override {
+    const auto* send = static_cast<const std::byte*>(a_.send);
+    const int n = ctx.size();
+    if (size_t k = phase; k < nchunks_) {
+      std::memcpy(ctx.slotHalf(ctx.rank(), firstChunk_ + k), send + bytes(k * chunkElems_), bytes(len(k)));
+    }
+    bool receives = a_.coll == Coll::kAllReduce || ctx.rank() == a_.root;
+    if (receives && phase >= 1 && size_t(phase - 1) < nchunks_) {
+      size_t k = phase - 1;
+      for (int r = 0; r < n; ++r) srcs_[r] = ctx.slotHalf(r, firstChunk_ + k);
+      reduce::reduce(static_cast<std::byte*>(a_.recv) + bytes(k * chunkElems_), srcs_.data(), n, len(k),
+                     a_.datatype, a_.op, n);
+    }
+  }
+
+ private:
+  size_t len(size_t k) const { return std::min(chunkElems_, a_.count - k * chunkElems_); }
+  size_t chunkElems_ = 0;
+  size_t nchunks_ = 0;
+  std::vector<const void*> srcs_;
+};
+
 // ReduceScatter: each chunk carries the same element range of all n blocks.
 //   stage chunk p:     copy range p of every block of this rank's input into its slot half;
 //   combine chunk p-1: reduce block `rank` of every rank's slot half, in rank order, straight
@@ -101,8 +143,11 @@ class ReduceScatterOp : public PhasedCollective {
 
 }  // namespace
 
-std::unique_ptr<Op> makeReducingCollective(const CollArgs& a) {
+std::unique_ptr<Op> makeReducingCollective(const CollArgs& a, const Tuning& tuning, int nranks) {
   if (a.coll == Coll::kReduceScatter) return std::make_unique<ReduceScatterOp>(a);
+  if (tuning.choose(a.count * reduce::dataTypeSize(a.datatype), nranks) == Algo::kDirect) {
+    return std::make_unique<DirectAllReduceOp>(a);
+  }
   return std::make_unique<AllReduceOp>(a);
 }
 

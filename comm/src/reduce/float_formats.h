@@ -31,6 +31,33 @@ inline uint16_t floatToBf16(float f) {
   return static_cast<uint16_t>(u >> 16);
 }
 
+// IEEE fp16 <-> float with integer operations only (vectorisable), exact, round to nearest even.
+// NaNs become the canonical quiet NaN, so every instruction set produces the same bits.
+inline float halfBitsToFloat(uint16_t h) {
+  // Every case is computed and one is selected: no branches, so loops vectorise.
+  const uint32_t shiftedExp = 0x7c00u << 13;
+  const uint32_t o = ((static_cast<uint32_t>(h) & 0x7fffu) << 13) + ((127u - 15u) << 23);
+  const uint32_t exp = ((static_cast<uint32_t>(h) & 0x7fffu) << 13) & shiftedExp;
+  const uint32_t infNan = o + ((128u - 16u) << 23);
+  const uint32_t subnormal = floatBits(bitsFloat(o + (1u << 23)) - bitsFloat(113u << 23));
+  uint32_t r = exp == shiftedExp ? infNan : o;
+  r = exp == 0 ? subnormal : r;
+  return bitsFloat(r | ((static_cast<uint32_t>(h) & 0x8000u) << 16));
+}
+
+inline uint16_t floatToHalfBits(float x) {
+  const uint32_t all = floatBits(x);
+  const uint32_t sign = all & 0x80000000u;
+  const uint32_t u = all ^ sign;
+  const uint32_t special = u > 0x7f800000u ? 0x7e00u : 0x7c00u;  // NaN: canonical quiet NaN
+  // Subnormal or zero: adding 0.5 aligns the 10 mantissa bits; the FPU rounds to nearest even.
+  const uint32_t subnormal = floatBits(bitsFloat(u) + 0.5f) - floatBits(0.5f);
+  const uint32_t normal = (u + (static_cast<uint32_t>(15 - 127) << 23) + 0xfffu + ((u >> 13) & 1u)) >> 13;
+  uint32_t o = u < (113u << 23) ? subnormal : normal;
+  o = u >= (127u + 16u) << 23 ? special : o;
+  return static_cast<uint16_t>(o | (sign >> 16));
+}
+
 struct Fp8Format {
   int mantissaBits;
   int bias;
@@ -58,7 +85,26 @@ inline float fp8Decode(uint8_t code, const Fp8Format& f) {
   return sign ? -v : v;
 }
 
+// Branchless float -> fp8 (the same results as fp8EncodeReference, vectorisable): subnormals
+// through a magic-number addition (the FPU rounds to nearest even), normals by integer rounding.
 inline uint8_t fp8Encode(float x, const Fp8Format& f) {
+  const uint32_t all = floatBits(x);
+  const uint32_t sign = (all >> 24) & 0x80u;
+  const uint32_t u = all & 0x7fffffffu;
+  const int shift = 23 - f.mantissaBits;
+  const uint32_t minNormal = static_cast<uint32_t>(127 + 1 - f.bias) << 23;
+  const float magic = bitsFloat(static_cast<uint32_t>(127 + 24 - f.bias - f.mantissaBits) << 23);
+  const uint32_t subnormal = floatBits(bitsFloat(u) + magic) - floatBits(magic);
+  // u + rounding bias stays below 2^32 for every finite or infinite u (u <= 0x7f800000).
+  uint32_t normal = (u + (static_cast<uint32_t>(f.bias - 127) << 23) + ((1u << (shift - 1)) - 1u) + ((u >> shift) & 1u)) >> shift;
+  normal = normal > f.maxCode ? f.maxCode : normal;  // saturate (infinity too)
+  uint32_t code = u < minNormal ? subnormal : normal;
+  code = u > 0x7f800000u ? f.nanCode : code;
+  return static_cast<uint8_t>(sign | code);
+}
+
+// The straightforward definition, kept as the oracle for fp8Encode's tests.
+inline uint8_t fp8EncodeReference(float x, const Fp8Format& f) {
   uint32_t u = floatBits(x);
   uint8_t sign = static_cast<uint8_t>((u >> 24) & 0x80);
   u &= 0x7fffffffu;
@@ -79,6 +125,25 @@ inline uint8_t fp8Encode(float x, const Fp8Format& f) {
   uint64_t code = (static_cast<uint64_t>(exp) << f.mantissaBits) | mant;
   if (code > f.maxCode) code = f.maxCode;  // saturate (also infinity)
   return sign | static_cast<uint8_t>(code);
+}
+
+// Branchless fp8 -> float (vectorisable); equal to fp8Decode for every code.
+inline float fp8ToFloat(uint8_t code, const Fp8Format& f) {
+  const uint32_t c = code;
+  const uint32_t sign = (c & 0x80u) << 24;
+  const uint32_t mag = c & 0x7fu;
+  const uint32_t e = mag >> f.mantissaBits;
+  const uint32_t m = mag & ((1u << f.mantissaBits) - 1u);
+  const uint32_t emax = (1u << (7 - f.mantissaBits)) - 1u;
+  const uint32_t normal = ((e + 127u - static_cast<uint32_t>(f.bias)) << 23) | (m << (23 - f.mantissaBits));
+  // Subnormals: m * 2^(1 - bias - M), exact in float.
+  const uint32_t subnormal = floatBits(static_cast<float>(m) * bitsFloat(static_cast<uint32_t>(127 + 1 - f.bias - f.mantissaBits) << 23));
+  const bool isNan = f.mantissaBits == 3 ? mag == 0x7fu : (e == emax && m != 0);
+  const bool isInf = f.mantissaBits == 2 && e == emax && m == 0;
+  uint32_t r = e == 0 ? subnormal : normal;
+  r = isInf ? 0x7f800000u : r;
+  r = isNan ? 0x7fc00000u : r;
+  return bitsFloat(r | sign);
 }
 
 // Decoding tables, built once and immutable afterwards.

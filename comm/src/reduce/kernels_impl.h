@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <type_traits>
+#include <utility>
 
 #include "reduce/float_formats.h"
 #include "reduce/kernels.h"
@@ -19,12 +20,18 @@ struct IntTraits {
   static Acc load(Store v) { return v; }
   static Store store(Acc v) { return v; }
 };
-template <class T, class A>
+template <class T>
 struct FloatTraits {
   using Store = T;
-  using Acc = A;
-  static Acc load(Store v) { return static_cast<Acc>(v); }
-  static Store store(Acc v) { return static_cast<Store>(v); }
+  using Acc = T;
+  static Acc load(Store v) { return v; }
+  static Store store(Acc v) { return v; }
+};
+struct HalfTraits {
+  using Store = uint16_t;
+  using Acc = float;
+  static Acc load(Store v) { return halfBitsToFloat(v); }
+  static Store store(Acc v) { return floatToHalfBits(v); }
 };
 struct Bf16Traits {
   using Store = uint16_t;
@@ -36,37 +43,64 @@ template <bool E4M3>
 struct Fp8Traits {
   using Store = uint8_t;
   using Acc = float;
-  static Acc load(Store v) { return fp8Table(E4M3 ? kE4M3 : kE5M2)[v]; }
+  static Acc load(Store v) { return fp8ToFloat(v, E4M3 ? kE4M3 : kE5M2); }
   static Store store(Acc v) { return fp8Encode(v, E4M3 ? kE4M3 : kE5M2); }
 };
 
-template <class A>
-A combine(A a, A b, cfxRedOp_t op) {
+template <class A, cfxRedOp_t Op>
+A combine(A a, A b) {
   if constexpr (std::is_integral_v<A>) {
     using U = std::make_unsigned_t<A>;
-    switch (op) {
-      case cfxProd: return static_cast<A>(static_cast<U>(static_cast<U>(a) * static_cast<U>(b)));
-      case cfxMax: return a < b ? b : a;
-      case cfxMin: return b < a ? b : a;
-      default: return static_cast<A>(static_cast<U>(static_cast<U>(a) + static_cast<U>(b)));
-    }
+    if constexpr (Op == cfxProd) return static_cast<A>(static_cast<U>(static_cast<U>(a) * static_cast<U>(b)));
+    if constexpr (Op == cfxMax) return a < b ? b : a;
+    if constexpr (Op == cfxMin) return b < a ? b : a;
+    if constexpr (Op == cfxSum || Op == cfxAvg) return static_cast<A>(static_cast<U>(static_cast<U>(a) + static_cast<U>(b)));
   } else {
-    switch (op) {
-      case cfxProd: return a * b;
-      case cfxMax: return a < b ? b : a;
-      case cfxMin: return b < a ? b : a;
-      default: return a + b;
-    }
+    if constexpr (Op == cfxProd) return a * b;
+    if constexpr (Op == cfxMax) return a < b ? b : a;
+    if constexpr (Op == cfxMin) return b < a ? b : a;
+    if constexpr (Op == cfxSum || Op == cfxAvg) return a + b;
+  }
+  return a;
+}
+
+// Avg's division. For 8- and 32-bit integers it goes through double, which vectorises and is
+// exact: with |sum| < 2^32 and divisor <= 2^16 a non-integer quotient is at least 2^-16 from an
+// integer, far more than double's error (2^-21), so truncation gives the integer quotient.
+template <class A>
+A divide(A a, int divisor) {
+  if constexpr (std::is_integral_v<A> && sizeof(A) <= 4) {
+    return static_cast<A>(static_cast<double>(a) / divisor);
+  } else {
+    return static_cast<A>(a / static_cast<A>(divisor));
   }
 }
 
-// One kernel: accumulates a block in registers/stack in the accumulator type, then stores once.
+// N sources, N known at compile time: one pass, each element loaded once per source, combined in
+// source order, stored once.
+template <class Tr, cfxRedOp_t Op, int N>
+void reduceFixed(typename Tr::Store* __restrict dst, const void* const* srcsv, size_t count, int divisor) {
+  using S = typename Tr::Store;
+  using A = typename Tr::Acc;
+  const S* __restrict s[N];
+  for (int k = 0; k < N; ++k) s[k] = static_cast<const S*>(srcsv[k]);
+  for (size_t i = 0; i < count; ++i) {
+    A acc = Tr::load(s[0][i]);
+    // Sources 1..N-1, unrolled at compile time (a loop here would stop vectorisation).
+    [&]<int... K>(std::integer_sequence<int, K...>) {
+      ((acc = combine<A, Op>(acc, Tr::load(s[K + 1][i]))), ...);
+    }(std::make_integer_sequence<int, N - 1>{});
+    if constexpr (Op == cfxAvg) acc = divide<A>(acc, divisor);
+    dst[i] = Tr::store(acc);
+  }
+}
+
+// Any number of sources: blocks accumulated in the accumulator type, then stored once.
 template <class Tr, cfxRedOp_t Op>
-void reduceKernel(void* dstv, const void* const* srcsv, int nsrc, size_t count, int divisor) {
+void reduceBlocked(typename Tr::Store* __restrict dst, const void* const* srcsv, int nsrc, size_t count, int divisor) {
   using S = typename Tr::Store;
   using A = typename Tr::Acc;
   constexpr size_t kBlock = 512;
-  S* dst = static_cast<S*>(dstv);
   A acc[kBlock];
   for (size_t base = 0; base < count; base += kBlock) {
     size_t n = count - base < kBlock ? count - base : kBlock;
@@ -74,19 +108,28 @@ void reduceKernel(void* dstv, const void* const* srcsv, int nsrc, size_t count, 
     for (size_t i = 0; i < n; ++i) acc[i] = Tr::load(s0[i]);
     for (int k = 1; k < nsrc; ++k) {
       const S* sk = static_cast<const S*>(srcsv[k]) + base;
-      for (size_t i = 0; i < n; ++i) acc[i] = combine<A>(acc[i], Tr::load(sk[i]), Op);
+      for (size_t i = 0; i < n; ++i) acc[i] = combine<A, Op>(acc[i], Tr::load(sk[i]));
     }
     if constexpr (Op == cfxAvg) {
-      if constexpr (std::is_integral_v<A>) {
-        A d = static_cast<A>(divisor);
-        for (size_t i = 0; i < n; ++i) acc[i] = static_cast<A>(acc[i] / d);
-      } else {
-        A d = static_cast<A>(divisor);
-        for (size_t i = 0; i < n; ++i) acc[i] = acc[i] / d;
-      }
+      for (size_t i = 0; i < n; ++i) acc[i] = divide<A>(acc[i], divisor);
     }
-    S* out = dst + base;
-    for (size_t i = 0; i < n; ++i) out[i] = Tr::store(acc[i]);
+    for (size_t i = 0; i < n; ++i) dst[base + i] = Tr::store(acc[i]);
+  }
+}
+
+template <class Tr, cfxRedOp_t Op>
+void reduceKernel(void* dstv, const void* const* srcs, int nsrc, size_t count, int divisor) {
+  auto* dst = static_cast<typename Tr::Store*>(dstv);
+  switch (nsrc) {
+    case 1: return reduceFixed<Tr, Op, 1>(dst, srcs, count, divisor);
+    case 2: return reduceFixed<Tr, Op, 2>(dst, srcs, count, divisor);
+    case 3: return reduceFixed<Tr, Op, 3>(dst, srcs, count, divisor);
+    case 4: return reduceFixed<Tr, Op, 4>(dst, srcs, count, divisor);
+    case 5: return reduceFixed<Tr, Op, 5>(dst, srcs, count, divisor);
+    case 6: return reduceFixed<Tr, Op, 6>(dst, srcs, count, divisor);
+    case 7: return reduceFixed<Tr, Op, 7>(dst, srcs, count, divisor);
+    case 8: return reduceFixed<Tr, Op, 8>(dst, srcs, count, divisor);
+    default: return reduceBlocked<Tr, Op>(dst, srcs, nsrc, count, divisor);
   }
 }
 
@@ -108,9 +151,9 @@ KernelTable buildTable(const char* isa) {
   fillRow<IntTraits<uint32_t>>(t.fn[cfxUint32]);
   fillRow<IntTraits<int64_t>>(t.fn[cfxInt64]);
   fillRow<IntTraits<uint64_t>>(t.fn[cfxUint64]);
-  fillRow<FloatTraits<_Float16, float>>(t.fn[cfxFloat16]);
-  fillRow<FloatTraits<float, float>>(t.fn[cfxFloat32]);
-  fillRow<FloatTraits<double, double>>(t.fn[cfxFloat64]);
+  fillRow<HalfTraits>(t.fn[cfxFloat16]);
+  fillRow<FloatTraits<float>>(t.fn[cfxFloat32]);
+  fillRow<FloatTraits<double>>(t.fn[cfxFloat64]);
   fillRow<Bf16Traits>(t.fn[cfxBfloat16]);
   fillRow<Fp8Traits<true>>(t.fn[cfxFloat8e4m3]);
   fillRow<Fp8Traits<false>>(t.fn[cfxFloat8e5m2]);

@@ -32,6 +32,7 @@ class Pattern {
   void fillInput(int r, size_t first, size_t count, void* dst) const { tile(inputs_[r], first, count, dst); }
   void fillExpected(size_t first, size_t count, void* dst) const { tile(expected_, first, count, dst); }
   size_t elemSize() const { return es_; }
+  cfxDataType_t type() const { return t_; }
 
  private:
   void tile(const std::vector<uint8_t>& period, size_t first, size_t count, void* dst) const {

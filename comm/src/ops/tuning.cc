@@ -1,0 +1,50 @@
+#include "ops/tuning.h"
+
+#include "common/env.h"
+#include "common/error.h"
+
+namespace conflux {
+
+const char* algoName(Algo a) {
+  switch (a) {
+    case Algo::kDirect: return "direct";
+    case Algo::kRsag: return "rsag";
+    default: return "auto";
+  }
+}
+
+Tuning Tuning::fromEnv() {
+  Tuning t;
+  std::string algo = env::getString("CFX_ALGO");
+  if (algo == "direct") {
+    t.forced = Algo::kDirect;
+  } else if (algo == "rsag") {
+    t.forced = Algo::kRsag;
+  } else if (!algo.empty() && algo != "auto") {
+    throw Error(Status::kInvalidArgument, "CFX_ALGO='" + algo + "': expected auto, direct or rsag");
+  }
+  int64_t max = env::getInt("CFX_DIRECT_MAX_BYTES");
+  if (max < 0) throw Error(Status::kInvalidArgument, "CFX_DIRECT_MAX_BYTES must be >= 0");
+  t.directMaxBytes = static_cast<size_t>(max);
+  return t;
+}
+
+Algo Tuning::choose(size_t bytes, int nranks) const {
+  if (forced != Algo::kAuto) return forced;
+  if (directMaxBytes > 0) return bytes <= directMaxBytes ? Algo::kDirect : Algo::kRsag;
+  // Built-in rule, measured with all_reduce_perf on 2 to 4 ranks (perf/RESULTS.md): one barrier
+  // per chunk wins while latency dominates; beyond 16 KiB rsag's smaller per-rank work wins.
+  (void)nranks;
+  return bytes <= kDirectMaxDefault ? Algo::kDirect : Algo::kRsag;
+}
+
+std::string Tuning::describe(int nranks) const {
+  if (forced != Algo::kAuto) return std::string("AllReduce/Reduce: ") + algoName(forced) + " (CFX_ALGO)";
+  if (directMaxBytes > 0) {
+    return "AllReduce/Reduce: direct up to " + std::to_string(directMaxBytes) + " bytes, then rsag (CFX_DIRECT_MAX_BYTES)";
+  }
+  (void)nranks;
+  return "AllReduce/Reduce: direct up to " + std::to_string(kDirectMaxDefault) + " bytes, then rsag";
+}
+
+}  // namespace conflux

@@ -1,0 +1,34 @@
+// Algorithm selection for one communicator, read from the environment once at creation.
+//
+// AllReduce and Reduce have two shared-memory algorithms:
+//   direct: every rank stages its chunk, then reduces all ranks' chunks (in rank order) straight
+//           into its own output: one barrier per chunk and no second copy; each rank reads
+//           n x the message. Best for small messages (latency) and few ranks.
+//   rsag:   reduce-scatter then all-gather inside shared memory: each rank reduces 1/n of the
+//           chunk into a shared scratch, then copies the whole result out. Each rank reads
+//           about 2.5 x the message, whatever n: best for large messages on many ranks.
+// CFX_ALGO forces one; CFX_DIRECT_MAX_BYTES moves the threshold.
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+namespace conflux {
+
+enum class Algo { kAuto, kDirect, kRsag };
+
+inline constexpr size_t kDirectMaxDefault = 16 << 10;
+
+struct Tuning {
+  Algo forced = Algo::kAuto;
+  size_t directMaxBytes = 0;  // 0: the built-in rule
+
+  static Tuning fromEnv();
+  // The algorithm for a reducing collective of `bytes` on `nranks` ranks.
+  Algo choose(size_t bytes, int nranks) const;
+  std::string describe(int nranks) const;
+};
+
+const char* algoName(Algo a);
+
+}  // namespace conflux

@@ -1,0 +1,83 @@
+// Reduction-kernel microbenchmark: GB/s of output for every datatype x op, reducing `nsrc`
+// L2-resident inputs, beside memcpy of the same bytes (median of several trials each).
+//   reduce_kernel_bench [bytes_per_buffer=262144] [nsrc=2] [isa=best|generic|avx2|avx512]
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "reduce/kernels.h"
+
+using namespace conflux::reduce;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+// Median seconds per call of f over several trials of enough calls to last ~20 ms.
+template <class F>
+double medianSeconds(F&& f) {
+  int reps = 1;
+  for (;;) {
+    auto t0 = Clock::now();
+    for (int i = 0; i < reps; ++i) f();
+    if (std::chrono::duration<double>(Clock::now() - t0).count() > 0.02) break;
+    reps *= 2;
+  }
+  std::vector<double> trials;
+  for (int t = 0; t < 7; ++t) {
+    auto t0 = Clock::now();
+    for (int i = 0; i < reps; ++i) f();
+    trials.push_back(std::chrono::duration<double>(Clock::now() - t0).count() / reps);
+  }
+  std::sort(trials.begin(), trials.end());
+  return trials[trials.size() / 2];
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  size_t bytes = argc > 1 ? std::strtoull(argv[1], nullptr, 0) : 256 << 10;
+  int nsrc = argc > 2 ? std::atoi(argv[2]) : 2;
+  std::string isa = argc > 3 ? argv[3] : "best";
+  const KernelTable& table = isa == "generic" ? kernelsGeneric()
+                             : isa == "avx2"  ? kernelsAvx2()
+                             : isa == "avx512" ? kernelsAvx512()
+                                               : kernels();
+  std::vector<std::vector<uint8_t>> src(nsrc, std::vector<uint8_t>(bytes));
+  for (int s = 0; s < nsrc; ++s) {
+    for (size_t i = 0; i < bytes; ++i) src[s][i] = static_cast<uint8_t>((i * 7 + s * 13) & 0x3f);  // small finite values
+  }
+  std::vector<uint8_t> dst(bytes);
+  std::vector<const void*> ptrs;
+  for (auto& s : src) ptrs.push_back(s.data());
+
+  double memcpySec = medianSeconds([&] {
+    std::memcpy(dst.data(), src[0].data(), bytes);
+    asm volatile("" ::: "memory");
+  });
+  double memcpyGBs = bytes / memcpySec / 1e9;
+  std::printf("# reduce_kernel_bench: isa %s, %d inputs of %zu bytes (L2-resident), GB/s of output\n", table.isa, nsrc,
+              bytes);
+  std::printf("# memcpy of the same bytes: %.2f GB/s\n", memcpyGBs);
+  std::printf("# %-9s", "type");
+  for (int op = 0; op < cfxNumOps; ++op) std::printf(" %8s %6s", redOpName(static_cast<cfxRedOp_t>(op)), "/memcpy");
+  std::printf("\n");
+  for (int t = 0; t < cfxNumTypes; ++t) {
+    auto type = static_cast<cfxDataType_t>(t);
+    size_t count = bytes / dataTypeSize(type);
+    std::printf("  %-9s", dataTypeName(type));
+    for (int op = 0; op < cfxNumOps; ++op) {
+      double sec = medianSeconds([&] {
+        table.fn[t][op](dst.data(), ptrs.data(), nsrc, count, nsrc);
+        asm volatile("" ::: "memory");
+      });
+      double gbs = bytes / sec / 1e9;
+      std::printf(" %8.2f %6.0f%%", gbs, 100.0 * gbs / memcpyGBs);
+    }
+    std::printf("\n");
+  }
+  return 0;
+}
