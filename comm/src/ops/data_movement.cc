@@ -2,6 +2,7 @@
 #include <cstring>
 
 #include "ops/collective.h"
+#include "ops/copy.h"
 
 namespace conflux {
 
@@ -32,7 +33,8 @@ class BroadcastOp : public PhasedCollective {
     }
     if (!root && phase >= 1 && size_t(phase - 1) < nchunks_) {
       size_t k = phase - 1;
-      std::memcpy(recv + bytes(k * chunkElems_), ctx.slotHalf(a_.root, firstChunk_ + k), bytes(len(k)));
+      copyOut(recv + bytes(k * chunkElems_), ctx.slotHalf(a_.root, firstChunk_ + k), bytes(len(k)),
+              bytes(a_.count) >= kStreamingMinBytes);
     }
   }
 
@@ -65,7 +67,8 @@ class AllGatherOp : public PhasedCollective {
     if (phase >= 1 && size_t(phase - 1) < nchunks_) {
       size_t k = phase - 1;
       for (int r = 0; r < ctx.size(); ++r) {
-        std::memcpy(recv + bytes(r * a_.count + k * chunkElems_), ctx.slotHalf(r, firstChunk_ + k), bytes(len(k)));
+        copyOut(recv + bytes(r * a_.count + k * chunkElems_), ctx.slotHalf(r, firstChunk_ + k), bytes(len(k)),
+                bytes(a_.count) * ctx.size() >= kStreamingMinBytes);
       }
     }
   }

@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "ops/collective.h"
+#include "ops/copy.h"
 #include "ops/tuning.h"
 #include "reduce/kernels.h"
 
@@ -22,6 +23,7 @@ class AllReduceOp : public PhasedCollective {
 
  protected:
   int plan(Context& ctx) override {
+    streaming_ = bytes(a_.count) >= kStreamingMinBytes;
     chunkElems_ = ctx.halfBytes() / esize_;
     nchunks_ = (a_.count + chunkElems_ - 1) / chunkElems_;
     firstChunk_ = ctx.reserveChunks(nchunks_);
@@ -47,7 +49,7 @@ class AllReduceOp : public PhasedCollective {
     bool receives = a_.coll == Coll::kAllReduce || ctx.rank() == a_.root;
     if (receives && phase >= 2 && size_t(phase - 2) < nchunks_) {
       size_t k = phase - 2;
-      std::memcpy(recv + bytes(k * chunkElems_), ctx.scratchHalf(firstChunk_ + k), bytes(len(k)));
+      copyOut(recv + bytes(k * chunkElems_), ctx.scratchHalf(firstChunk_ + k), bytes(len(k)), streaming_);
     }
   }
 
@@ -55,6 +57,7 @@ class AllReduceOp : public PhasedCollective {
   size_t len(size_t k) const { return std::min(chunkElems_, a_.count - k * chunkElems_); }
   size_t chunkElems_ = 0;
   size_t nchunks_ = 0;
+  bool streaming_ = false;
   std::vector<const void*> srcs_;
 };
 
