@@ -18,7 +18,7 @@ const std::vector<Variable>& registry() {
       {"CFX_SHM_P2P_BYTES", "8388608", "Total bytes of all point-to-point channels of one communicator."},
       {"CFX_SHM_DIR", "/dev/shm", "Where shared-memory segments are created (checked for free space)."},
       {"CFX_LIVENESS_MS", "200", "Milliseconds between checks that local peers are alive while waiting."},
-      {"CFX_ALGO", "auto", "AllReduce/Reduce algorithm: auto, direct or rsag (see comm/src/ops/tuning.h)."},
+      {"CFX_ALGO", "auto", "Algorithm: auto, mailbox, direct or rsag (see comm/src/ops/tuning.h)."},
       {"CFX_DIRECT_MAX_BYTES", "0", "Largest AllReduce/Reduce (bytes) that uses the direct algorithm; 0: built-in rule."},
       {"CFX_UNIQUE_ID", nullptr, "Hex-encoded unique id (set by cfxrun); used by cfxCommInitFromEnv."},
       {"CFX_RANK", nullptr, "This process's rank (set by cfxrun)."},

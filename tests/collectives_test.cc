@@ -67,8 +67,9 @@ TEST_P(CollectiveTest, ExactResults) {
   runRanks(n, [c = c](Rank& rk) { runMatrix(rk, c); });
 }
 
-// AllReduce and Reduce have two algorithms; each is forced here at every size and rank count (the
-// default switches between them at 16 KiB).
+// Algorithms forced at every size: mailbox (small inputs only; larger ones fall back), direct and
+// rsag (which also turn the mailbox path off, so the phased path of every collective is checked
+// at small counts too).
 class AlgorithmTest : public ::testing::TestWithParam<std::tuple<C, int, const char*>> {};
 
 TEST_P(AlgorithmTest, ExactResults) {
@@ -82,8 +83,9 @@ TEST_P(AlgorithmTest, ExactResults) {
 }
 
 INSTANTIATE_TEST_SUITE_P(ForcedAlgorithms, AlgorithmTest,
-                         ::testing::Combine(::testing::Values(C::kAllReduce, C::kReduce), ::testing::Values(2, 3, 5, 8),
-                                            ::testing::Values("direct", "rsag")),
+                         ::testing::Combine(::testing::Values(C::kAllReduce, C::kReduce, C::kBroadcast, C::kAllGather,
+                                                              C::kReduceScatter, C::kAlltoAll),
+                                            ::testing::Values(2, 3, 8), ::testing::Values("mailbox", "direct", "rsag")),
                          [](const auto& info) {
                            return std::string(collName(std::get<0>(info.param))) + "_" +
                                   std::to_string(std::get<1>(info.param)) + "ranks_" + std::get<2>(info.param);

@@ -107,14 +107,16 @@ const char* collName(int c) {
 }
 }  // namespace
 
+void throwMismatch(int myRank, const OpDescriptor& mine, int otherRank, const OpDescriptor& theirs) {
+  throw Error(Status::kInvalidUsage, "collective mismatch: rank " + std::to_string(myRank) + " called " +
+                                         describe(mine) + " but rank " + std::to_string(otherRank) + " called " +
+                                         describe(theirs));
+}
+
 void Context::checkDescriptors(const OpDescriptor& mine) const {
   for (int r = 0; r < size_; ++r) {
     const OpDescriptor& other = control(r).desc[mine.seq & 1];
-    if (!(other == mine)) {
-      throw Error(Status::kInvalidUsage, "collective mismatch: rank " + std::to_string(rank_) + " called " +
-                                             describe(mine) + " but rank " + std::to_string(r) + " called " +
-                                             describe(other));
-    }
+    if (!(other == mine)) throwMismatch(rank_, mine, r, other);
   }
 }
 

@@ -28,6 +28,9 @@ struct WaitSettings {
   static WaitSettings fromEnv(int timeoutMsOverride, int localRanks);
 };
 
+// Throws Error(kInvalidUsage) describing both calls.
+[[noreturn]] void throwMismatch(int myRank, const OpDescriptor& mine, int otherRank, const OpDescriptor& theirs);
+
 class Context {
  public:
   Context(shm::Segment segment, int rank, std::vector<pid_t> pids, WaitSettings wait);
@@ -58,6 +61,9 @@ class Context {
   void publish(const OpDescriptor& d);
   void checkDescriptors(const OpDescriptor& mine) const;
 
+  // Small-message mailboxes (see shm_layout.h).
+  Mailbox& mailbox(int r, uint64_t seq) const { return control(r).mailbox[seq & 1]; }
+
   shm::Channel& sendChannel(int peer) { return channels_[static_cast<size_t>(rank_) * size_ + peer]; }
   shm::Channel& recvChannel(int peer) { return channels_[static_cast<size_t>(peer) * size_ + rank_]; }
   void ring(int peer);
@@ -69,6 +75,9 @@ class Context {
   //  - the communicator was aborted here, or another rank poisoned it;
   //  - nothing moved for longer than the timeout (`what` describes what we wait for).
   void checkAbortAndPoison(const std::function<std::string()>& what);
+  // Cheap check at the start of every batch: a failed communicator stays failed, even for a rank
+  // that could finish an operation from what its peers staged before they failed.
+  bool poisoned() const { return header().poisonedBy.load(std::memory_order_acquire) > 0; }
   void checkTimeout(std::chrono::steady_clock::time_point lastProgress, const std::function<std::string()>& what);
   // The first of `ranks` whose process has exited, or -1 (checked at most every livenessPeriod).
   // A peer that finished its part and exited is no failure, so the caller progresses once more

@@ -28,15 +28,16 @@ Engine::~Engine() {
   if (thread_.joinable()) thread_.join();
 }
 
-Outcome Engine::execute(Batch& batch) {
+Outcome Engine::execute(std::span<const std::unique_ptr<Op>> ops, const std::vector<Stream*>& streams,
+                        bool checked) {
   Outcome out;
-  {
+  if (!checked) {
     std::lock_guard<std::mutex> lock(mu_);
     if (!failed_.ok()) out = Outcome{failed_.status, "communicator failed earlier: " + failed_.message};
   }
   if (out.ok()) {
     try {
-      executeBatch(ctx_, batch.ops);
+      executeBatch(ctx_, ops);
     } catch (const Error& e) {
       out = Outcome{e.status(), e.what()};
     } catch (const std::exception& e) {
@@ -48,16 +49,17 @@ Outcome Engine::execute(Batch& batch) {
       if (failed_.ok()) failed_ = out;
     }
   }
-  for (Stream* s : batch.streams) s->completed(out);
+  for (Stream* s : streams) s->completed(out);
   return out;
 }
 
 Outcome Engine::runBlocking(Batch batch) {
   std::unique_lock<std::mutex> lock(mu_);
   if (queue_.empty() && !busy_) {
+    if (!failed_.ok()) return Outcome{failed_.status, "communicator failed earlier: " + failed_.message};
     busy_ = true;
     lock.unlock();
-    Outcome out = execute(batch);
+    Outcome out = execute(batch.ops, batch.streams, true);
     lock.lock();
     busy_ = false;
     cv_.notify_all();
@@ -67,6 +69,25 @@ Outcome Engine::runBlocking(Batch batch) {
   auto done = std::make_shared<Completion>();
   enqueue(std::move(batch), done);
   return done->wait();
+}
+
+Outcome Engine::runBlocking(std::unique_ptr<Op> op) {
+  std::unique_lock<std::mutex> lock(mu_);
+  if (queue_.empty() && !busy_) {
+    if (!failed_.ok()) return Outcome{failed_.status, "communicator failed earlier: " + failed_.message};
+    busy_ = true;
+    lock.unlock();
+    static const std::vector<Stream*> kNoStreams;
+    Outcome out = execute(std::span<const std::unique_ptr<Op>>(&op, 1), kNoStreams, true);
+    lock.lock();
+    busy_ = false;
+    cv_.notify_all();
+    return out;
+  }
+  lock.unlock();
+  Batch b;
+  b.ops.push_back(std::move(op));
+  return runBlocking(std::move(b));
 }
 
 void Engine::enqueue(Batch batch, std::shared_ptr<Completion> done) {
@@ -96,7 +117,7 @@ void Engine::threadMain() {
     queue_.pop_front();
     busy_ = true;
     lock.unlock();
-    Outcome out = execute(item.batch);
+    Outcome out = execute(item.batch.ops, item.batch.streams, false);
     if (item.done) item.done->set(out);
     lock.lock();
     busy_ = false;

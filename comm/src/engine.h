@@ -11,6 +11,7 @@
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <thread>
 #include <vector>
 
@@ -47,6 +48,8 @@ class Engine {
 
   // Runs the batch and returns its outcome.
   Outcome runBlocking(Batch batch);
+  // The same for one operation, without building a batch (the latency path).
+  Outcome runBlocking(std::unique_ptr<Op> op);
   // Queues the batch for the progress thread; `done` (optional) is set when it finishes.
   void enqueue(Batch batch, std::shared_ptr<Completion> done);
   // Waits until everything queued has run.
@@ -54,7 +57,8 @@ class Engine {
   Outcome asyncError() const;
 
  private:
-  Outcome execute(Batch& batch);
+  // Runs ops on this thread; `checked`: the latched error was already checked under the lock.
+  Outcome execute(std::span<const std::unique_ptr<Op>> ops, const std::vector<Stream*>& streams, bool checked);
   void threadMain();
 
   Context& ctx_;

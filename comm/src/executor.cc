@@ -20,8 +20,16 @@ inline void cpuRelax() {
 
 class BatchRunner {
  public:
-  BatchRunner(Context& ctx, std::vector<std::unique_ptr<Op>>& ops)
-      : ctx_(ctx), ops_(ops), sendBusy_(ctx.size()), recvBusy_(ctx.size()) {}
+  BatchRunner(Context& ctx, std::span<const std::unique_ptr<Op>> ops) : ctx_(ctx), ops_(ops) {
+    // Busy flags are only needed when point-to-point operations are present.
+    for (auto& op : ops_) {
+      if (op->isPointToPoint()) {
+        sendBusy_.resize(ctx.size());
+        recvBusy_.resize(ctx.size());
+        break;
+      }
+    }
+  }
 
   // One pass over the batch. Returns whether anything moved; sets finished_ when all are done.
   bool step() {
@@ -69,7 +77,7 @@ class BatchRunner {
 
  private:
   Context& ctx_;
-  std::vector<std::unique_ptr<Op>>& ops_;
+  std::span<const std::unique_ptr<Op>> ops_;
   std::vector<char> sendBusy_;
   std::vector<char> recvBusy_;
   bool finished_ = false;
@@ -77,8 +85,15 @@ class BatchRunner {
 
 }  // namespace
 
-void executeBatch(Context& ctx, std::vector<std::unique_ptr<Op>>& ops) {
+void executeBatch(Context& ctx, std::span<const std::unique_ptr<Op>> ops) {
   using Clock = std::chrono::steady_clock;
+  if (ctx.poisoned() || ctx.aborted()) ctx.checkAbortAndPoison([] { return std::string("the start of an operation"); });
+  // Latency path: a single operation that completes on its first step needs none of the waiting
+  // machinery below.
+  if (ops.size() == 1 && !ops[0]->isPointToPoint()) {
+    ops[0]->progress(ctx);
+    if (ops[0]->done()) return;
+  }
   BatchRunner runner(ctx, ops);
   auto lastProgress = Clock::now();
   const int spin = ctx.wait().spin;

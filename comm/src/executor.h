@@ -8,6 +8,7 @@
 #pragma once
 
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "context.h"
@@ -16,6 +17,6 @@
 namespace conflux {
 
 // Throws Error on failure (after poisoning the communicator where peers would otherwise hang).
-void executeBatch(Context& ctx, std::vector<std::unique_ptr<Op>>& ops);
+void executeBatch(Context& ctx, std::span<const std::unique_ptr<Op>> ops);
 
 }  // namespace conflux

@@ -17,7 +17,7 @@
 namespace conflux {
 
 inline constexpr uint64_t kSegmentMagic = 0x43465853484d3031ull;  // "CFXSHM01"
-inline constexpr uint32_t kSegmentVersion = 1;
+inline constexpr uint32_t kSegmentVersion = 2;
 
 struct OpDescriptor {
   uint64_t seq = 0;
@@ -29,10 +29,21 @@ struct OpDescriptor {
   bool operator==(const OpDescriptor&) const = default;
 };
 
+// A small-message mailbox: the data, then the call, then the sequence number that publishes both
+// (the latency path of ops/latency.cc; phased collectives announce their call here too).
+// Double-buffered by sequence parity.
+inline constexpr size_t kMailboxBytes = 1024;
+struct alignas(64) Mailbox {
+  std::atomic<uint64_t> seq{0};
+  OpDescriptor call;
+  alignas(64) std::byte data[kMailboxBytes];
+};
+
 struct alignas(64) RankControl {
   shm::Doorbell bell;
   alignas(64) std::atomic<uint64_t> arrived{0};  // last barrier this rank reached
   alignas(64) OpDescriptor desc[2];               // current op, double-buffered by sequence parity
+  Mailbox mailbox[2];
 };
 
 struct SegmentHeader {

@@ -17,26 +17,20 @@ namespace {
 
 // Checks what every call shares and returns the communicator size. Inside a group an argument
 // error also fails the group (NCCL's rule).
+// The communicator is held (one reference) for the whole call and handed to the body.
 template <class F>
 cfxResult_t entry(const char* fn, cfxComm_t comm, cfxStream_t stream, F&& body) {
   cfxResult_t r = guarded(fn, comm, [&] {
-    int nranks;
-    {
-      CommRef ref(comm);
-      nranks = ref->size();
-    }
+    CommRef ref(comm);
     checkStream(stream);
-    body(nranks);
+    body(*ref);
   });
   if (r != cfxSuccess && inGroup()) groupFail(conflux::Outcome{static_cast<Status>(r), cfxGetLastError(comm)});
   return r;
 }
 
-int myRank(cfxComm_t comm) { return (*CommRef(comm)).rank(); }
-
-std::unique_ptr<conflux::Op> collective(cfxComm_t comm, const CollArgs& a) {
-  CommRef ref(comm);
-  return makeCollective(a, ref->tuning(), ref->size());
+std::unique_ptr<conflux::Op> collective(const conflux::Communicator& c, const CollArgs& a) {
+  return makeCollective(a, c.tuning(), c.size());
 }
 
 }  // namespace
@@ -45,66 +39,70 @@ extern "C" {
 
 cfxResult_t cfxAllReduce(const void* sendbuff, void* recvbuff, size_t count, cfxDataType_t datatype, cfxRedOp_t op,
                          cfxComm_t comm, cfxStream_t stream) {
-  return entry("cfxAllReduce", comm, stream, [&](int) {
+  return entry("cfxAllReduce", comm, stream, [&](conflux::Communicator& c) {
     checkDatatype(datatype);
     checkOp(op);
     size_t bytes = checkedBytes(count, datatype, 1);
     checkBuffer(sendbuff, bytes, "sendbuff");
     checkBuffer(recvbuff, bytes, "recvbuff");
     checkOverlap(sendbuff, bytes, recvbuff, bytes, recvbuff, "sendbuff == recvbuff");
-    submit(comm, stream, collective(comm, CollArgs{Coll::kAllReduce, sendbuff, recvbuff, count, datatype, op, -1}));
+    submit(comm, c, stream, collective(c, CollArgs{Coll::kAllReduce, sendbuff, recvbuff, count, datatype, op, -1}));
   });
 }
 
 cfxResult_t cfxReduce(const void* sendbuff, void* recvbuff, size_t count, cfxDataType_t datatype, cfxRedOp_t op,
                       int root, cfxComm_t comm, cfxStream_t stream) {
-  return entry("cfxReduce", comm, stream, [&](int nranks) {
+  return entry("cfxReduce", comm, stream, [&](conflux::Communicator& c) {
+    const int nranks = c.size();
     checkDatatype(datatype);
     checkOp(op);
     checkRank(root, nranks, "root");
     size_t bytes = checkedBytes(count, datatype, 1);
     checkBuffer(sendbuff, bytes, "sendbuff");
-    bool isRoot = myRank(comm) == root;
+    bool isRoot = c.rank() == root;
     if (isRoot) {
       checkBuffer(recvbuff, bytes, "recvbuff");
       checkOverlap(sendbuff, bytes, recvbuff, bytes, recvbuff, "sendbuff == recvbuff");
     }
-    submit(comm, stream, collective(comm, CollArgs{Coll::kReduce, sendbuff, recvbuff, count, datatype, op, root}));
+    submit(comm, c, stream, collective(c, CollArgs{Coll::kReduce, sendbuff, recvbuff, count, datatype, op, root}));
   });
 }
 
 cfxResult_t cfxBroadcast(const void* sendbuff, void* recvbuff, size_t count, cfxDataType_t datatype, int root,
                          cfxComm_t comm, cfxStream_t stream) {
-  return entry("cfxBroadcast", comm, stream, [&](int nranks) {
+  return entry("cfxBroadcast", comm, stream, [&](conflux::Communicator& c) {
+    const int nranks = c.size();
     checkDatatype(datatype);
     checkRank(root, nranks, "root");
     size_t bytes = checkedBytes(count, datatype, 1);
     checkBuffer(recvbuff, bytes, "recvbuff");
-    if (myRank(comm) == root) {
+    if (c.rank() == root) {
       checkBuffer(sendbuff, bytes, "sendbuff");
       checkOverlap(sendbuff, bytes, recvbuff, bytes, recvbuff, "sendbuff == recvbuff");
     }
-    submit(comm, stream, collective(comm, CollArgs{Coll::kBroadcast, sendbuff, recvbuff, count, datatype, cfxSum, root}));
+    submit(comm, c, stream, collective(c, CollArgs{Coll::kBroadcast, sendbuff, recvbuff, count, datatype, cfxSum, root}));
   });
 }
 
 cfxResult_t cfxAllGather(const void* sendbuff, void* recvbuff, size_t sendcount, cfxDataType_t datatype,
                          cfxComm_t comm, cfxStream_t stream) {
-  return entry("cfxAllGather", comm, stream, [&](int nranks) {
+  return entry("cfxAllGather", comm, stream, [&](conflux::Communicator& c) {
+    const int nranks = c.size();
     checkDatatype(datatype);
     size_t sendBytes = checkedBytes(sendcount, datatype, 1);
     size_t recvBytes = checkedBytes(sendcount, datatype, nranks);
     checkBuffer(sendbuff, sendBytes, "sendbuff");
     checkBuffer(recvbuff, recvBytes, "recvbuff");
-    const void* inPlace = recvbuff ? static_cast<const char*>(recvbuff) + sendBytes * myRank(comm) : nullptr;
+    const void* inPlace = recvbuff ? static_cast<const char*>(recvbuff) + sendBytes * c.rank() : nullptr;
     checkOverlap(sendbuff, sendBytes, recvbuff, recvBytes, inPlace, "sendbuff == recvbuff + rank * sendcount");
-    submit(comm, stream, collective(comm, CollArgs{Coll::kAllGather, sendbuff, recvbuff, sendcount, datatype, cfxSum, -1}));
+    submit(comm, c, stream, collective(c, CollArgs{Coll::kAllGather, sendbuff, recvbuff, sendcount, datatype, cfxSum, -1}));
   });
 }
 
 cfxResult_t cfxReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount, cfxDataType_t datatype,
                              cfxRedOp_t op, cfxComm_t comm, cfxStream_t stream) {
-  return entry("cfxReduceScatter", comm, stream, [&](int nranks) {
+  return entry("cfxReduceScatter", comm, stream, [&](conflux::Communicator& c) {
+    const int nranks = c.size();
     checkDatatype(datatype);
     checkOp(op);
     size_t recvBytes = checkedBytes(recvcount, datatype, 1);
@@ -112,43 +110,46 @@ cfxResult_t cfxReduceScatter(const void* sendbuff, void* recvbuff, size_t recvco
     checkBuffer(sendbuff, sendBytes, "sendbuff");
     checkBuffer(recvbuff, recvBytes, "recvbuff");
     // In place: recvbuff == sendbuff + rank * recvcount; expressed as "recvbuff is at that spot".
-    const void* inPlaceRecv = sendbuff ? static_cast<const char*>(sendbuff) + recvBytes * myRank(comm) : nullptr;
+    const void* inPlaceRecv = sendbuff ? static_cast<const char*>(sendbuff) + recvBytes * c.rank() : nullptr;
     checkOverlap(recvbuff, recvBytes, sendbuff, sendBytes, inPlaceRecv, "recvbuff == sendbuff + rank * recvcount");
-    submit(comm, stream, collective(comm, CollArgs{Coll::kReduceScatter, sendbuff, recvbuff, recvcount, datatype, op, -1}));
+    submit(comm, c, stream, collective(c, CollArgs{Coll::kReduceScatter, sendbuff, recvbuff, recvcount, datatype, op, -1}));
   });
 }
 
 cfxResult_t cfxAlltoAll(const void* sendbuff, void* recvbuff, size_t count, cfxDataType_t datatype, cfxComm_t comm,
                         cfxStream_t stream) {
-  return entry("cfxAlltoAll", comm, stream, [&](int nranks) {
+  return entry("cfxAlltoAll", comm, stream, [&](conflux::Communicator& c) {
+    const int nranks = c.size();
     checkDatatype(datatype);
     size_t bytes = checkedBytes(count, datatype, nranks);
     checkBuffer(sendbuff, bytes, "sendbuff");
     checkBuffer(recvbuff, bytes, "recvbuff");
     checkOverlap(sendbuff, bytes, recvbuff, bytes, recvbuff, "sendbuff == recvbuff");
-    submit(comm, stream, collective(comm, CollArgs{Coll::kAlltoAll, sendbuff, recvbuff, count, datatype, cfxSum, -1}));
+    submit(comm, c, stream, collective(c, CollArgs{Coll::kAlltoAll, sendbuff, recvbuff, count, datatype, cfxSum, -1}));
   });
 }
 
 cfxResult_t cfxSend(const void* sendbuff, size_t count, cfxDataType_t datatype, int peer, cfxComm_t comm,
                     cfxStream_t stream) {
-  return entry("cfxSend", comm, stream, [&](int nranks) {
+  return entry("cfxSend", comm, stream, [&](conflux::Communicator& c) {
+    const int nranks = c.size();
     checkDatatype(datatype);
     checkRank(peer, nranks, "peer");
     size_t bytes = checkedBytes(count, datatype, 1);
     checkBuffer(sendbuff, bytes, "sendbuff");
-    if (bytes > 0) submit(comm, stream, makeSend(sendbuff, bytes, peer));
+    if (bytes > 0) submit(comm, c, stream, makeSend(sendbuff, bytes, peer));
   });
 }
 
 cfxResult_t cfxRecv(void* recvbuff, size_t count, cfxDataType_t datatype, int peer, cfxComm_t comm,
                     cfxStream_t stream) {
-  return entry("cfxRecv", comm, stream, [&](int nranks) {
+  return entry("cfxRecv", comm, stream, [&](conflux::Communicator& c) {
+    const int nranks = c.size();
     checkDatatype(datatype);
     checkRank(peer, nranks, "peer");
     size_t bytes = checkedBytes(count, datatype, 1);
     checkBuffer(recvbuff, bytes, "recvbuff");
-    if (bytes > 0) submit(comm, stream, makeRecv(recvbuff, bytes, peer));
+    if (bytes > 0) submit(comm, c, stream, makeRecv(recvbuff, bytes, peer));
   });
 }
 

@@ -97,20 +97,19 @@ void groupEnd() {
   first.raise();
 }
 
-void submit(cfxComm_t comm, cfxStream_t stream, std::unique_ptr<Op> op) {
+void submit(cfxComm_t comm, Communicator& impl, cfxStream_t stream, std::unique_ptr<Op> op) {
   if (inGroup()) {
     groupAdd(comm, stream, std::move(op));
     return;
   }
-  CommRef ref(comm);
-  Batch b;
-  b.ops.push_back(std::move(op));
   if (stream == nullptr) {
-    ref->engine().runBlocking(std::move(b)).raise();
+    impl.engine().runBlocking(std::move(op)).raise();
     return;
   }
+  Batch b;
+  b.ops.push_back(std::move(op));
   b.streams.push_back(static_cast<Stream*>(stream));
-  ref->engine().enqueue(std::move(b), nullptr);
+  impl.engine().enqueue(std::move(b), nullptr);
 }
 
 }  // namespace conflux::api

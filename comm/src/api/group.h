@@ -10,6 +10,10 @@
 #include "ops/op.h"
 #include "outcome.h"
 
+namespace conflux {
+class Communicator;
+}
+
 namespace conflux::api {
 
 bool inGroup();
@@ -21,6 +25,6 @@ void groupEnd();
 
 // Runs one operation now: blocking for a NULL stream, queued on the stream otherwise (or added to
 // the open group).
-void submit(cfxComm_t comm, cfxStream_t stream, std::unique_ptr<Op> op);
+void submit(cfxComm_t comm, Communicator& impl, cfxStream_t stream, std::unique_ptr<Op> op);
 
 }  // namespace conflux::api

@@ -6,14 +6,19 @@
 
 namespace conflux {
 
-PhasedCollective::PhasedCollective(const CollArgs& a) : a_(a), esize_(reduce::dataTypeSize(a.datatype)) {
-  desc_.coll = static_cast<int32_t>(a.coll);
-  desc_.datatype = a.datatype;
+OpDescriptor callDescriptor(const CollArgs& a) {
+  OpDescriptor d;
+  d.coll = static_cast<int32_t>(a.coll);
+  d.datatype = a.datatype;
   bool reduces = a.coll == Coll::kAllReduce || a.coll == Coll::kReduce || a.coll == Coll::kReduceScatter;
-  desc_.op = reduces ? a.op : -1;
-  desc_.root = a.root;
-  desc_.count = a.count;
+  d.op = reduces ? a.op : -1;
+  d.root = a.root;
+  d.count = a.count;
+  return d;
 }
+
+PhasedCollective::PhasedCollective(const CollArgs& a)
+    : a_(a), esize_(reduce::dataTypeSize(a.datatype)), desc_(callDescriptor(a)) {}
 
 bool PhasedCollective::progress(Context& ctx) {
   if (done_) return false;
@@ -25,12 +30,21 @@ bool PhasedCollective::progress(Context& ctx) {
     }
     desc_.seq = ctx.nextOpSeq();
     ctx.publish(desc_);
+    // Also announce the call in the mailbox: a rank that took the mailbox path for a call that
+    // differs from ours (a count mismatch can put ranks on different paths) sees the mismatch
+    // there, and we see its mailbox below.
+    Mailbox& box = ctx.mailbox(ctx.rank(), desc_.seq);
+    box.call = desc_;
+    box.seq.store(desc_.seq, std::memory_order_release);
     phases_ = plan(ctx);
     moved = true;
   }
   for (;;) {
     if (barrier_ != 0) {
-      if (!ctx.allArrived(barrier_)) return moved;
+      if (!ctx.allArrived(barrier_)) {
+        if (!checked_) checkMailboxes(ctx);
+        return moved;
+      }
       barrier_ = 0;
       moved = true;
       if (!checked_) {
@@ -57,6 +71,15 @@ std::string PhasedCollective::describe(const Context& ctx) const {
     for (int r : ctx.notArrived(barrier_)) s += " " + std::to_string(r);
   }
   return s;
+}
+
+void PhasedCollective::checkMailboxes(const Context& ctx) const {
+  for (int r = 0; r < ctx.size(); ++r) {
+    const Mailbox& box = ctx.mailbox(r, desc_.seq);
+    if (box.seq.load(std::memory_order_acquire) == desc_.seq && !(box.call == desc_)) {
+      throwMismatch(ctx.rank(), desc_, r, box.call);
+    }
+  }
 }
 
 void PhasedCollective::waitingOn(const Context& ctx, std::vector<int>& ranks) const {

@@ -40,6 +40,9 @@ class PhasedCollective : public Op {
   uint64_t firstChunk_ = 0;
 
  private:
+  // Fails if a rank announced a different call for this sequence number in its mailbox.
+  void checkMailboxes(const Context& ctx) const;
+
   OpDescriptor desc_;
   int phases_ = -1;
   int phase_ = 0;

@@ -3,6 +3,8 @@
 
 #include "ops/collective.h"
 #include "ops/copy.h"
+#include "ops/latency.h"
+#include "ops/tuning.h"
 
 namespace conflux {
 
@@ -124,6 +126,9 @@ class AlltoAllOp : public PhasedCollective {
 std::unique_ptr<Op> makeReducingCollective(const CollArgs& a, const Tuning& tuning, int nranks);
 
 std::unique_ptr<Op> makeCollective(const CollArgs& a, const Tuning& tuning, int nranks) {
+  // Small calls take the mailbox path unless an algorithm is forced (tests force each one).
+  bool mailboxAllowed = tuning.forced == Algo::kAuto || tuning.forced == Algo::kMailbox;
+  if (mailboxAllowed && fitsMailbox(a, nranks)) return makeMailboxOp(a, nranks);
   switch (a.coll) {
     case Coll::kBroadcast: return std::make_unique<BroadcastOp>(a);
     case Coll::kAllGather: return std::make_unique<AllGatherOp>(a);

@@ -40,6 +40,10 @@ struct CollArgs {
   int root;       // -1 where the collective has none
 };
 
+// Everything ranks must agree on for a collective call (collective, datatype, op where it
+// reduces, root where it has one, count); `seq` is filled in when the call starts.
+OpDescriptor callDescriptor(const CollArgs& a);
+
 struct Tuning;
 // The operation for `args` on a communicator of `nranks` ranks, with its algorithm chosen by `tuning`.
 std::unique_ptr<Op> makeCollective(const CollArgs& args, const Tuning& tuning, int nranks);

@@ -9,6 +9,7 @@ const char* algoName(Algo a) {
   switch (a) {
     case Algo::kDirect: return "direct";
     case Algo::kRsag: return "rsag";
+    case Algo::kMailbox: return "mailbox";
     default: return "auto";
   }
 }
@@ -20,8 +21,10 @@ Tuning Tuning::fromEnv() {
     t.forced = Algo::kDirect;
   } else if (algo == "rsag") {
     t.forced = Algo::kRsag;
+  } else if (algo == "mailbox") {
+    t.forced = Algo::kMailbox;
   } else if (!algo.empty() && algo != "auto") {
-    throw Error(Status::kInvalidArgument, "CFX_ALGO='" + algo + "': expected auto, direct or rsag");
+    throw Error(Status::kInvalidArgument, "CFX_ALGO='" + algo + "': expected auto, mailbox, direct or rsag");
   }
   int64_t max = env::getInt("CFX_DIRECT_MAX_BYTES");
   if (max < 0) throw Error(Status::kInvalidArgument, "CFX_DIRECT_MAX_BYTES must be >= 0");
@@ -30,7 +33,7 @@ Tuning Tuning::fromEnv() {
 }
 
 Algo Tuning::choose(size_t bytes, int nranks) const {
-  if (forced != Algo::kAuto) return forced;
+  if (forced == Algo::kDirect || forced == Algo::kRsag) return forced;
   if (directMaxBytes > 0) return bytes <= directMaxBytes ? Algo::kDirect : Algo::kRsag;
   // Built-in rule, measured with all_reduce_perf on 2 to 4 ranks (perf/RESULTS.md): one barrier
   // per chunk wins while latency dominates; beyond 16 KiB rsag's smaller per-rank work wins.
@@ -39,12 +42,13 @@ Algo Tuning::choose(size_t bytes, int nranks) const {
 }
 
 std::string Tuning::describe(int nranks) const {
-  if (forced != Algo::kAuto) return std::string("AllReduce/Reduce: ") + algoName(forced) + " (CFX_ALGO)";
+  if (forced != Algo::kAuto) return std::string("algorithm forced to ") + algoName(forced) + " (CFX_ALGO)";
   if (directMaxBytes > 0) {
     return "AllReduce/Reduce: direct up to " + std::to_string(directMaxBytes) + " bytes, then rsag (CFX_DIRECT_MAX_BYTES)";
   }
   (void)nranks;
-  return "AllReduce/Reduce: direct up to " + std::to_string(kDirectMaxDefault) + " bytes, then rsag";
+  return "mailbox up to 1 KiB of input per rank; AllReduce/Reduce direct up to " + std::to_string(kDirectMaxDefault) +
+         " bytes, then rsag";
 }
 
 }  // namespace conflux

@@ -8,6 +8,9 @@
 //           chunk into a shared scratch, then copies the whole result out. Each rank reads
 //           about 2.5 x the message, whatever n: best for large messages on many ranks.
 // CFX_ALGO forces one; CFX_DIRECT_MAX_BYTES moves the threshold.
+//
+// Every collective whose per-rank input fits a 1 KiB mailbox takes the mailbox path instead
+// (ops/latency.cc), unless CFX_ALGO forces an algorithm.
 #pragma once
 
 #include <cstddef>
@@ -15,7 +18,7 @@
 
 namespace conflux {
 
-enum class Algo { kAuto, kDirect, kRsag };
+enum class Algo { kAuto, kDirect, kRsag, kMailbox };
 
 inline constexpr size_t kDirectMaxDefault = 16 << 10;
 
