@@ -87,6 +87,13 @@ void PhasedCollective::waitingOn(const Context& ctx, std::vector<int>& ranks) co
   for (int r : ctx.notArrived(barrier_)) ranks.push_back(r);
 }
 
+int PhasedCollective::planChunks(Context& ctx, size_t chunkElems, int pipelineDepth) {
+  chunkElems_ = std::max<size_t>(1, chunkElems);
+  nchunks_ = (a_.count + chunkElems_ - 1) / chunkElems_;
+  firstChunk_ = ctx.reserveChunks(nchunks_);
+  return static_cast<int>(nchunks_) + pipelineDepth - 1;
+}
+
 void PhasedCollective::sliceOf(size_t len, int r, int nranks, size_t& lo, size_t& hi) const {
   size_t align = std::max<size_t>(1, 64 / esize_);
   size_t per = (len + nranks - 1) / nranks;

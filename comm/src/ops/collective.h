@@ -14,6 +14,8 @@
 // checks that all ranks called the same collective with the same arguments.
 #pragma once
 
+#include <algorithm>
+
 #include "ops/op.h"
 
 namespace conflux {
@@ -35,8 +37,23 @@ class PhasedCollective : public Op {
   void sliceOf(size_t len, int r, int nranks, size_t& lo, size_t& hi) const;
   size_t bytes(size_t elems) const { return elems * esize_; }
 
+  // Cuts a_.count elements into chunks of `chunkElems`, reserves their global chunk numbers, and
+  // returns the phase count: one per chunk plus `pipelineDepth - 1` to drain the pipeline.
+  int planChunks(Context& ctx, size_t chunkElems, int pipelineDepth);
+  size_t chunkLen(size_t k) const { return std::min(chunkElems_, a_.count - k * chunkElems_); }
+  size_t chunkOffset(size_t k) const { return bytes(k * chunkElems_); }
+  // Whether chunk `k` = phase - `lag` exists (the pipeline stage `lag` phases behind).
+  bool stage(int phase, int lag, size_t& k) const {
+    if (phase < lag || static_cast<size_t>(phase - lag) >= nchunks_) return false;
+    k = static_cast<size_t>(phase - lag);
+    return true;
+  }
+  uint64_t chunkId(size_t k) const { return firstChunk_ + k; }
+
   CollArgs a_;
   size_t esize_;
+  size_t chunkElems_ = 0;
+  size_t nchunks_ = 0;
   uint64_t firstChunk_ = 0;
 
  private:

@@ -17,33 +17,22 @@ class BroadcastOp : public PhasedCollective {
   using PhasedCollective::PhasedCollective;
 
  protected:
-  int plan(Context& ctx) override {
-    chunkElems_ = ctx.halfBytes() / esize_;
-    nchunks_ = (a_.count + chunkElems_ - 1) / chunkElems_;
-    firstChunk_ = ctx.reserveChunks(nchunks_);
-    return static_cast<int>(nchunks_ + 1);
-  }
+  int plan(Context& ctx) override { return planChunks(ctx, ctx.halfBytes() / esize_, 2); }
 
   void runPhase(Context& ctx, int phase) override {
     const auto* send = static_cast<const std::byte*>(a_.send);
     auto* recv = static_cast<std::byte*>(a_.recv);
-    bool root = ctx.rank() == a_.root;
-    if (size_t k = phase; root && k < nchunks_) {
-      size_t off = bytes(k * chunkElems_);
-      std::memcpy(ctx.slotHalf(a_.root, firstChunk_ + k), send + off, bytes(len(k)));
-      if (send != recv) std::memcpy(recv + off, send + off, bytes(len(k)));
+    const bool root = ctx.rank() == a_.root;
+    size_t k;
+    if (root && stage(phase, 0, k)) {
+      std::memcpy(ctx.slotHalf(a_.root, chunkId(k)), send + chunkOffset(k), bytes(chunkLen(k)));
+      if (send != recv) std::memcpy(recv + chunkOffset(k), send + chunkOffset(k), bytes(chunkLen(k)));
     }
-    if (!root && phase >= 1 && size_t(phase - 1) < nchunks_) {
-      size_t k = phase - 1;
-      copyOut(recv + bytes(k * chunkElems_), ctx.slotHalf(a_.root, firstChunk_ + k), bytes(len(k)),
+    if (!root && stage(phase, 1, k)) {
+      copyOut(recv + chunkOffset(k), ctx.slotHalf(a_.root, chunkId(k)), bytes(chunkLen(k)),
               bytes(a_.count) >= kStreamingMinBytes);
     }
   }
-
- private:
-  size_t len(size_t k) const { return std::min(chunkElems_, a_.count - k * chunkElems_); }
-  size_t chunkElems_ = 0;
-  size_t nchunks_ = 0;
 };
 
 // AllGather: every rank stages chunk p of its input, then copies chunk p-1 of every rank's
@@ -53,32 +42,20 @@ class AllGatherOp : public PhasedCollective {
   using PhasedCollective::PhasedCollective;
 
  protected:
-  int plan(Context& ctx) override {
-    chunkElems_ = ctx.halfBytes() / esize_;
-    nchunks_ = (a_.count + chunkElems_ - 1) / chunkElems_;
-    firstChunk_ = ctx.reserveChunks(nchunks_);
-    return static_cast<int>(nchunks_ + 1);
-  }
+  int plan(Context& ctx) override { return planChunks(ctx, ctx.halfBytes() / esize_, 2); }
 
   void runPhase(Context& ctx, int phase) override {
     const auto* send = static_cast<const std::byte*>(a_.send);
     auto* recv = static_cast<std::byte*>(a_.recv);
-    if (size_t k = phase; k < nchunks_) {
-      std::memcpy(ctx.slotHalf(ctx.rank(), firstChunk_ + k), send + bytes(k * chunkElems_), bytes(len(k)));
-    }
-    if (phase >= 1 && size_t(phase - 1) < nchunks_) {
-      size_t k = phase - 1;
+    size_t k;
+    if (stage(phase, 0, k)) std::memcpy(ctx.slotHalf(ctx.rank(), chunkId(k)), send + chunkOffset(k), bytes(chunkLen(k)));
+    if (stage(phase, 1, k)) {
+      const bool streaming = bytes(a_.count) * ctx.size() >= kStreamingMinBytes;
       for (int r = 0; r < ctx.size(); ++r) {
-        copyOut(recv + bytes(r * a_.count + k * chunkElems_), ctx.slotHalf(r, firstChunk_ + k), bytes(len(k)),
-                bytes(a_.count) * ctx.size() >= kStreamingMinBytes);
+        copyOut(recv + bytes(r * a_.count) + chunkOffset(k), ctx.slotHalf(r, chunkId(k)), bytes(chunkLen(k)), streaming);
       }
     }
   }
-
- private:
-  size_t len(size_t k) const { return std::min(chunkElems_, a_.count - k * chunkElems_); }
-  size_t chunkElems_ = 0;
-  size_t nchunks_ = 0;
 };
 
 // AlltoAll: like ReduceScatter's staging (range p of every outgoing block), then each rank copies
@@ -88,37 +65,26 @@ class AlltoAllOp : public PhasedCollective {
   using PhasedCollective::PhasedCollective;
 
  protected:
-  int plan(Context& ctx) override {
-    chunkElems_ = ctx.halfBytes() / (esize_ * ctx.size());
-    nchunks_ = (a_.count + chunkElems_ - 1) / chunkElems_;
-    firstChunk_ = ctx.reserveChunks(nchunks_);
-    return static_cast<int>(nchunks_ + 1);
-  }
+  int plan(Context& ctx) override { return planChunks(ctx, ctx.halfBytes() / (esize_ * ctx.size()), 2); }
 
   void runPhase(Context& ctx, int phase) override {
     const auto* send = static_cast<const std::byte*>(a_.send);
     auto* recv = static_cast<std::byte*>(a_.recv);
     const int n = ctx.size();
-    if (size_t k = phase; k < nchunks_) {
-      std::byte* slot = ctx.slotHalf(ctx.rank(), firstChunk_ + k);
-      size_t l = len(k);
-      for (int b = 0; b < n; ++b) {
-        std::memcpy(slot + bytes(b * l), send + bytes(b * a_.count + k * chunkElems_), bytes(l));
-      }
+    size_t k;
+    if (stage(phase, 0, k)) {
+      std::byte* slot = ctx.slotHalf(ctx.rank(), chunkId(k));
+      const size_t l = chunkLen(k);
+      for (int b = 0; b < n; ++b) std::memcpy(slot + bytes(b * l), send + bytes(b * a_.count) + chunkOffset(k), bytes(l));
     }
-    if (phase >= 1 && size_t(phase - 1) < nchunks_) {
-      size_t k = phase - 1, l = len(k);
+    if (stage(phase, 1, k)) {
+      const size_t l = chunkLen(k);
       for (int r = 0; r < n; ++r) {
-        std::memcpy(recv + bytes(r * a_.count + k * chunkElems_),
-                    ctx.slotHalf(r, firstChunk_ + k) + bytes(ctx.rank() * l), bytes(l));
+        std::memcpy(recv + bytes(r * a_.count) + chunkOffset(k), ctx.slotHalf(r, chunkId(k)) + bytes(ctx.rank() * l),
+                    bytes(l));
       }
     }
   }
-
- private:
-  size_t len(size_t k) const { return std::min(chunkElems_, a_.count - k * chunkElems_); }
-  size_t chunkElems_ = 0;
-  size_t nchunks_ = 0;
 };
 
 }  // namespace

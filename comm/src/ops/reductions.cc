@@ -11,12 +11,12 @@ namespace conflux {
 
 namespace {
 
-// AllReduce and Reduce, as reduce-scatter then gather inside shared memory.
-//   stage chunk p:    copy this rank's input chunk into its slot half;
+// AllReduce and Reduce, as reduce-scatter then gather inside shared memory (rsag).
+//   stage chunk p:     copy this rank's input chunk into its slot half;
 //   combine chunk p-1: reduce this rank's slice of the chunk, over all ranks' slots in rank
 //                      order, into the scratch half (so every rank's result is bitwise equal);
-//   finish chunk p-2: copy the whole reduced chunk from scratch to the output (root only for
-//                      Reduce).
+//   finish chunk p-2:  copy the whole reduced chunk from scratch to the output (root only for
+//                      Reduce), with streaming stores for large messages.
 class AllReduceOp : public PhasedCollective {
  public:
   using PhasedCollective::PhasedCollective;
@@ -24,39 +24,31 @@ class AllReduceOp : public PhasedCollective {
  protected:
   int plan(Context& ctx) override {
     streaming_ = bytes(a_.count) >= kStreamingMinBytes;
-    chunkElems_ = ctx.halfBytes() / esize_;
-    nchunks_ = (a_.count + chunkElems_ - 1) / chunkElems_;
-    firstChunk_ = ctx.reserveChunks(nchunks_);
     srcs_.resize(ctx.size());
-    return static_cast<int>(nchunks_ + 2);
+    return planChunks(ctx, ctx.halfBytes() / esize_, 3);
   }
 
   void runPhase(Context& ctx, int phase) override {
     const auto* send = static_cast<const std::byte*>(a_.send);
     auto* recv = static_cast<std::byte*>(a_.recv);
     const int n = ctx.size();
-    if (size_t k = phase; k < nchunks_) {
-      std::memcpy(ctx.slotHalf(ctx.rank(), firstChunk_ + k), send + bytes(k * chunkElems_), bytes(len(k)));
-    }
-    if (phase >= 1 && size_t(phase - 1) < nchunks_) {
-      size_t k = phase - 1, lo, hi;
-      sliceOf(len(k), ctx.rank(), n, lo, hi);
+    size_t k;
+    if (stage(phase, 0, k)) std::memcpy(ctx.slotHalf(ctx.rank(), chunkId(k)), send + chunkOffset(k), bytes(chunkLen(k)));
+    if (stage(phase, 1, k)) {
+      size_t lo, hi;
+      sliceOf(chunkLen(k), ctx.rank(), n, lo, hi);
       if (hi > lo) {
-        for (int r = 0; r < n; ++r) srcs_[r] = ctx.slotHalf(r, firstChunk_ + k) + bytes(lo);
-        reduce::reduce(ctx.scratchHalf(firstChunk_ + k) + bytes(lo), srcs_.data(), n, hi - lo, a_.datatype, a_.op, n);
+        for (int r = 0; r < n; ++r) srcs_[r] = ctx.slotHalf(r, chunkId(k)) + bytes(lo);
+        reduce::reduce(ctx.scratchHalf(chunkId(k)) + bytes(lo), srcs_.data(), n, hi - lo, a_.datatype, a_.op, n);
       }
     }
     bool receives = a_.coll == Coll::kAllReduce || ctx.rank() == a_.root;
-    if (receives && phase >= 2 && size_t(phase - 2) < nchunks_) {
-      size_t k = phase - 2;
-      copyOut(recv + bytes(k * chunkElems_), ctx.scratchHalf(firstChunk_ + k), bytes(len(k)), streaming_);
+    if (receives && stage(phase, 2, k)) {
+      copyOut(recv + chunkOffset(k), ctx.scratchHalf(chunkId(k)), bytes(chunkLen(k)), streaming_);
     }
   }
 
  private:
-  size_t len(size_t k) const { return std::min(chunkElems_, a_.count - k * chunkElems_); }
-  size_t chunkElems_ = 0;
-  size_t nchunks_ = 0;
   bool streaming_ = false;
   std::vector<const void*> srcs_;
 };
@@ -73,32 +65,24 @@ class DirectAllReduceOp : public PhasedCollective {
 
  protected:
   int plan(Context& ctx) override {
-    chunkElems_ = ctx.halfBytes() / esize_;
-    nchunks_ = (a_.count + chunkElems_ - 1) / chunkElems_;
-    firstChunk_ = ctx.reserveChunks(nchunks_);
     srcs_.resize(ctx.size());
-    return static_cast<int>(nchunks_ + 1);
+    return planChunks(ctx, ctx.halfBytes() / esize_, 2);
   }
 
   void runPhase(Context& ctx, int phase) override {
     const auto* send = static_cast<const std::byte*>(a_.send);
     const int n = ctx.size();
-    if (size_t k = phase; k < nchunks_) {
-      std::memcpy(ctx.slotHalf(ctx.rank(), firstChunk_ + k), send + bytes(k * chunkElems_), bytes(len(k)));
-    }
+    size_t k;
+    if (stage(phase, 0, k)) std::memcpy(ctx.slotHalf(ctx.rank(), chunkId(k)), send + chunkOffset(k), bytes(chunkLen(k)));
     bool receives = a_.coll == Coll::kAllReduce || ctx.rank() == a_.root;
-    if (receives && phase >= 1 && size_t(phase - 1) < nchunks_) {
-      size_t k = phase - 1;
-      for (int r = 0; r < n; ++r) srcs_[r] = ctx.slotHalf(r, firstChunk_ + k);
-      reduce::reduce(static_cast<std::byte*>(a_.recv) + bytes(k * chunkElems_), srcs_.data(), n, len(k),
-                     a_.datatype, a_.op, n);
+    if (receives && stage(phase, 1, k)) {
+      for (int r = 0; r < n; ++r) srcs_[r] = ctx.slotHalf(r, chunkId(k));
+      reduce::reduce(static_cast<std::byte*>(a_.recv) + chunkOffset(k), srcs_.data(), n, chunkLen(k), a_.datatype,
+                     a_.op, n);
     }
   }
 
  private:
-  size_t len(size_t k) const { return std::min(chunkElems_, a_.count - k * chunkElems_); }
-  size_t chunkElems_ = 0;
-  size_t nchunks_ = 0;
   std::vector<const void*> srcs_;
 };
 
@@ -112,35 +96,28 @@ class ReduceScatterOp : public PhasedCollective {
 
  protected:
   int plan(Context& ctx) override {
-    chunkElems_ = ctx.halfBytes() / (esize_ * ctx.size());
-    nchunks_ = (a_.count + chunkElems_ - 1) / chunkElems_;
-    firstChunk_ = ctx.reserveChunks(nchunks_);
     srcs_.resize(ctx.size());
-    return static_cast<int>(nchunks_ + 1);
+    return planChunks(ctx, ctx.halfBytes() / (esize_ * ctx.size()), 2);
   }
 
   void runPhase(Context& ctx, int phase) override {
     const auto* send = static_cast<const std::byte*>(a_.send);
     auto* recv = static_cast<std::byte*>(a_.recv);
     const int n = ctx.size();
-    if (size_t k = phase; k < nchunks_) {
-      std::byte* slot = ctx.slotHalf(ctx.rank(), firstChunk_ + k);
-      size_t l = len(k);
-      for (int b = 0; b < n; ++b) {
-        std::memcpy(slot + bytes(b * l), send + bytes(b * a_.count + k * chunkElems_), bytes(l));
-      }
+    size_t k;
+    if (stage(phase, 0, k)) {
+      std::byte* slot = ctx.slotHalf(ctx.rank(), chunkId(k));
+      const size_t l = chunkLen(k);
+      for (int b = 0; b < n; ++b) std::memcpy(slot + bytes(b * l), send + bytes(b * a_.count) + chunkOffset(k), bytes(l));
     }
-    if (phase >= 1 && size_t(phase - 1) < nchunks_) {
-      size_t k = phase - 1, l = len(k);
-      for (int r = 0; r < n; ++r) srcs_[r] = ctx.slotHalf(r, firstChunk_ + k) + bytes(ctx.rank() * l);
-      reduce::reduce(recv + bytes(k * chunkElems_), srcs_.data(), n, l, a_.datatype, a_.op, n);
+    if (stage(phase, 1, k)) {
+      const size_t l = chunkLen(k);
+      for (int r = 0; r < n; ++r) srcs_[r] = ctx.slotHalf(r, chunkId(k)) + bytes(ctx.rank() * l);
+      reduce::reduce(recv + chunkOffset(k), srcs_.data(), n, l, a_.datatype, a_.op, n);
     }
   }
 
  private:
-  size_t len(size_t k) const { return std::min(chunkElems_, a_.count - k * chunkElems_); }
-  size_t chunkElems_ = 0;
-  size_t nchunks_ = 0;
   std::vector<const void*> srcs_;
 };
 
