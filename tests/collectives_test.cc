@@ -106,6 +106,28 @@ TEST_P(CollectiveTest, LargeCount) {
   });
 }
 
+// The single-copy path (process_vm_readv) forced for every size that does not fit a mailbox, at
+// every rank count (by default it is off when ranks outnumber CPUs, as on a 2-core machine).
+class SingleCopyTest : public ::testing::TestWithParam<std::tuple<C, int>> {};
+
+TEST_P(SingleCopyTest, ExactResults) {
+  auto [c, n] = GetParam();
+  RunOptions o;
+  o.env = {"CFX_CMA=1", "CFX_CMA_MIN_BYTES=1"};
+  runRanks(n, [c = c](Rank& rk) {
+    runMatrix(rk, c);
+    for (bool inPlace : {false, true}) ASSERT_EQ(runCase(rk, c, cfxFloat32, cfxSum, kLargeCount, inPlace), "");
+  }, o);
+}
+
+INSTANTIATE_TEST_SUITE_P(ForcedCma, SingleCopyTest,
+                         ::testing::Combine(::testing::Values(C::kBroadcast, C::kAllGather, C::kAlltoAll),
+                                            ::testing::Values(2, 3, 5, 8)),
+                         [](const auto& info) {
+                           return std::string(collName(std::get<0>(info.param))) + "_" +
+                                  std::to_string(std::get<1>(info.param)) + "ranks";
+                         });
+
 std::string caseName(const ::testing::TestParamInfo<std::tuple<C, int>>& info) {
   return std::string(collName(std::get<0>(info.param))) + "_" + std::to_string(std::get<1>(info.param)) + "ranks";
 }

@@ -54,7 +54,7 @@ void logCommInfo(uint64_t hash, int rank, int nranks, const Tuning& tuning) {
 }  // namespace
 
 Communicator::Communicator(uint64_t hash, std::vector<pid_t> pids, int rank, shm::Segment segment, Options opts)
-    : hash_(hash), pids_(pids), tuning_(Tuning::fromEnv()) {
+    : hash_(hash), pids_(pids), tuning_(Tuning::fromEnv(static_cast<int>(pids.size()))) {
   const int localRanks = static_cast<int>(pids.size());  // all ranks share this host
   ctx_ = std::make_unique<Context>(std::move(segment), rank, std::move(pids),
                                    WaitSettings::fromEnv(opts.timeoutMs, localRanks));

@@ -1,12 +1,11 @@
 #include "context.h"
 
-#include <sched.h>
-
 #include <cstring>
 
 #include "common/env.h"
 #include "common/log.h"
 #include "reduce/kernels.h"
+#include "topology/cpus.h"
 #include "transport/shm/liveness.h"
 
 namespace conflux {
@@ -16,10 +15,7 @@ WaitSettings WaitSettings::fromEnv(int timeoutMsOverride, int localRanks) {
   if (env::getString("CFX_SPIN") == "auto") {
     // Spinning only pays when every rank has a core; otherwise a waiting rank must give its core
     // to the rank it waits for.
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    int cpus = sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set) : 1;
-    w.spin = localRanks <= cpus ? 2000 : 0;
+    w.spin = localRanks <= topology::usableCpuCount() ? 2000 : 0;
   } else {
     w.spin = static_cast<int>(std::max<int64_t>(0, env::getInt("CFX_SPIN")));
   }

@@ -61,6 +61,14 @@ class Context {
   void publish(const OpDescriptor& d);
   void checkDescriptors(const OpDescriptor& mine) const;
 
+  // Single-copy collectives: the buffer this rank's peers read for operation `seq`, and the pid to
+  // read it from.
+  void publishCmaAddress(uint64_t seq, const void* p) { control(rank_).cmaAddress[seq & 1] = reinterpret_cast<uint64_t>(p); }
+  const void* cmaAddress(int r, uint64_t seq) const {
+    return reinterpret_cast<const void*>(control(r).cmaAddress[seq & 1]);
+  }
+  pid_t pid(int r) const { return pids_[r]; }
+
   // Small-message mailboxes (see shm_layout.h).
   Mailbox& mailbox(int r, uint64_t seq) const { return control(r).mailbox[seq & 1]; }
 

@@ -43,6 +43,7 @@ struct alignas(64) RankControl {
   shm::Doorbell bell;
   alignas(64) std::atomic<uint64_t> arrived{0};  // last barrier this rank reached
   alignas(64) OpDescriptor desc[2];               // current op, double-buffered by sequence parity
+  uint64_t cmaAddress[2];                         // the op's buffer for single-copy reads, same parity
   Mailbox mailbox[2];
 };
 

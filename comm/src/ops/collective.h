@@ -49,6 +49,7 @@ class PhasedCollective : public Op {
     return true;
   }
   uint64_t chunkId(size_t k) const { return firstChunk_ + k; }
+  uint64_t seq() const { return desc_.seq; }
 
   CollArgs a_;
   size_t esize_;

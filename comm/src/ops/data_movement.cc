@@ -4,6 +4,7 @@
 #include "ops/collective.h"
 #include "ops/copy.h"
 #include "ops/latency.h"
+#include "ops/single_copy.h"
 #include "ops/tuning.h"
 
 namespace conflux {
@@ -95,6 +96,7 @@ std::unique_ptr<Op> makeCollective(const CollArgs& a, const Tuning& tuning, int 
   // Small calls take the mailbox path unless an algorithm is forced (tests force each one).
   bool mailboxAllowed = tuning.forced == Algo::kAuto || tuning.forced == Algo::kMailbox;
   if (mailboxAllowed && fitsMailbox(a, nranks)) return makeMailboxOp(a, nranks);
+  if (useSingleCopy(a, tuning, nranks)) return makeSingleCopy(a);
   switch (a.coll) {
     case Coll::kBroadcast: return std::make_unique<BroadcastOp>(a);
     case Coll::kAllGather: return std::make_unique<AllGatherOp>(a);

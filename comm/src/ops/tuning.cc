@@ -2,6 +2,8 @@
 
 #include "common/env.h"
 #include "common/error.h"
+#include "topology/cpus.h"
+#include "transport/shm/cma.h"
 
 namespace conflux {
 
@@ -14,7 +16,7 @@ const char* algoName(Algo a) {
   }
 }
 
-Tuning Tuning::fromEnv() {
+Tuning Tuning::fromEnv(int localRanks) {
   Tuning t;
   std::string algo = env::getString("CFX_ALGO");
   if (algo == "direct") {
@@ -29,6 +31,14 @@ Tuning Tuning::fromEnv() {
   int64_t max = env::getInt("CFX_DIRECT_MAX_BYTES");
   if (max < 0) throw Error(Status::kInvalidArgument, "CFX_DIRECT_MAX_BYTES must be >= 0");
   t.directMaxBytes = static_cast<size_t>(max);
+  std::string cma = env::getString("CFX_CMA");
+  if (cma != "auto" && cma != "0" && cma != "1") throw Error(Status::kInvalidArgument, "CFX_CMA must be auto, 0 or 1");
+  // auto: where the host allows it and every local rank has a CPU (oversubscribed ranks lose
+  // more to the unpipelined copy than they save).
+  t.cma = cma == "1" || (cma == "auto" && shm::cmaAvailable() && localRanks <= topology::usableCpuCount());
+  int64_t cmaMin = env::getInt("CFX_CMA_MIN_BYTES");
+  if (cmaMin < 0) throw Error(Status::kInvalidArgument, "CFX_CMA_MIN_BYTES must be >= 0");
+  t.cmaMinBytes = static_cast<size_t>(cmaMin);
   return t;
 }
 
@@ -48,7 +58,8 @@ std::string Tuning::describe(int nranks) const {
   }
   (void)nranks;
   return "mailbox up to 1 KiB of input per rank; AllReduce/Reduce direct up to " + std::to_string(kDirectMaxDefault) +
-         " bytes, then rsag";
+         " bytes, then rsag; AllGather/AlltoAll/Broadcast single-copy " +
+         (cma ? "from " + std::to_string(cmaMinBytes) + " bytes" : std::string("off (CFX_CMA)"));
 }
 
 }  // namespace conflux

@@ -10,7 +10,8 @@
 // CFX_ALGO forces one; CFX_DIRECT_MAX_BYTES moves the threshold.
 //
 // Every collective whose per-rank input fits a 1 KiB mailbox takes the mailbox path instead
-// (ops/latency.cc), unless CFX_ALGO forces an algorithm.
+// (ops/latency.cc), unless CFX_ALGO forces an algorithm. Large AllGather, AlltoAll and Broadcast
+// copy once, straight from the peers' buffers (ops/single_copy.cc), where the host allows it.
 #pragma once
 
 #include <cstddef>
@@ -25,8 +26,14 @@ inline constexpr size_t kDirectMaxDefault = 16 << 10;
 struct Tuning {
   Algo forced = Algo::kAuto;
   size_t directMaxBytes = 0;  // 0: the built-in rule
+  bool cma = false;           // single-copy AllGather/AlltoAll/Broadcast allowed (CFX_CMA)
+  size_t cmaMinBytes = 0;     // from this many bytes (CFX_CMA_MIN_BYTES)
+  // AllGather and Broadcast stop using it here: beyond, the staged path with streaming stores
+  // moves less memory (measured; perf/RESULTS.md).
+  static constexpr size_t kCmaMaxGatherBytes = 16 << 20;
 
-  static Tuning fromEnv();
+  // `localRanks` ranks share this host: single copies need every rank on its own CPU.
+  static Tuning fromEnv(int localRanks);
   // The algorithm for a reducing collective of `bytes` on `nranks` ranks.
   Algo choose(size_t bytes, int nranks) const;
   std::string describe(int nranks) const;
