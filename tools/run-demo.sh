@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The main job: install dependencies, build Conflux (Release), and run the demo on 4 ranks.
+# The main job: install dependencies, build Conflux (Release), then on 4 ranks under cfxrun run the
+# AllReduce demo and all_reduce_perf (nccl-tests' output, values checked).
 #   tools/run-demo.sh [RANKS]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -8,3 +9,4 @@ tools/install-deps.sh
 cmake -S . -B build-release -G Ninja -DCMAKE_BUILD_TYPE=Release -DCFX_BUILD_TESTS=OFF
 cmake --build build-release
 build-release/tools/cfxrun -n "$ranks" -p build-release/examples/allreduce_demo
+build-release/tools/cfxrun -n "$ranks" build-release/perf/all_reduce_perf -b 8 -e 64M -f 8 -c 1

@@ -1,5 +1,8 @@
-// Reduction-kernel microbenchmark: GB/s of output for every datatype x op, reducing `nsrc`
-// L2-resident inputs, beside memcpy of the same bytes (median of several trials each).
+// Reduction-kernel microbenchmark: for every datatype x op, reducing `nsrc` L2-resident inputs,
+// beside memcpy of the same bytes (median of several trials each). Two ratios to memcpy:
+//   out:   bytes of output per second (a reduce of 2 inputs also reads twice as much);
+//   moved: bytes read and written per second ((nsrc + 1) x bytes, against memcpy's 2 x bytes),
+//          the memory bandwidth the kernel achieves.
 //   reduce_kernel_bench [bytes_per_buffer=262144] [nsrc=2] [isa=best|generic|avx2|avx512]
 #include <algorithm>
 #include <chrono>
@@ -63,7 +66,7 @@ int main(int argc, char** argv) {
               bytes);
   std::printf("# memcpy of the same bytes: %.2f GB/s\n", memcpyGBs);
   std::printf("# %-9s", "type");
-  for (int op = 0; op < cfxNumOps; ++op) std::printf(" %8s %6s", redOpName(static_cast<cfxRedOp_t>(op)), "/memcpy");
+  for (int op = 0; op < cfxNumOps; ++op) std::printf(" %7s %5s %6s", redOpName(static_cast<cfxRedOp_t>(op)), "out%", "moved%");
   std::printf("\n");
   for (int t = 0; t < cfxNumTypes; ++t) {
     auto type = static_cast<cfxDataType_t>(t);
@@ -75,7 +78,8 @@ int main(int argc, char** argv) {
         asm volatile("" ::: "memory");
       });
       double gbs = bytes / sec / 1e9;
-      std::printf(" %8.2f %6.0f%%", gbs, 100.0 * gbs / memcpyGBs);
+      double moved = 100.0 * gbs * (nsrc + 1) / (2 * memcpyGBs);
+      std::printf(" %7.2f %4.0f%% %5.0f%%", gbs, 100.0 * gbs / memcpyGBs, moved);
     }
     std::printf("\n");
   }
