@@ -4,7 +4,6 @@
 // fp16 uses the compiler's _Float16.
 #pragma once
 
-#include <array>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -26,13 +25,14 @@ inline float bf16ToFloat(uint16_t b) { return bitsFloat(static_cast<uint32_t>(b)
 
 inline uint16_t floatToBf16(float f) {
   uint32_t u = floatBits(f);
-  if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((u >> 16) | 0x40);  // quiet NaN
+  if ((u & 0x7fffffffu) > 0x7f800000u) return 0x7fc0;  // the canonical quiet NaN
   u += 0x7fffu + ((u >> 16) & 1u);  // round to nearest even
   return static_cast<uint16_t>(u >> 16);
 }
 
 // IEEE fp16 <-> float with integer operations only (vectorisable), exact, round to nearest even.
-// NaNs become the canonical quiet NaN, so every instruction set produces the same bits.
+// NaNs become the positive canonical quiet NaN (in bf16 and fp8 too), so every instruction set
+// produces the same bits.
 inline float halfBitsToFloat(uint16_t h) {
   // Every case is computed and one is selected: no branches, so loops vectorise.
   const uint32_t shiftedExp = 0x7c00u << 13;
@@ -55,7 +55,8 @@ inline uint16_t floatToHalfBits(float x) {
   const uint32_t normal = (u + (static_cast<uint32_t>(15 - 127) << 23) + 0xfffu + ((u >> 13) & 1u)) >> 13;
   uint32_t o = u < (113u << 23) ? subnormal : normal;
   o = u >= (127u + 16u) << 23 ? special : o;
-  return static_cast<uint16_t>(o | (sign >> 16));
+  // A NaN's sign depends on operand order in the hardware: drop it, so every build agrees.
+  return static_cast<uint16_t>(o | (u > 0x7f800000u ? 0u : sign >> 16));
 }
 
 struct Fp8Format {
@@ -99,8 +100,9 @@ inline uint8_t fp8Encode(float x, const Fp8Format& f) {
   uint32_t normal = (u + (static_cast<uint32_t>(f.bias - 127) << 23) + ((1u << (shift - 1)) - 1u) + ((u >> shift) & 1u)) >> shift;
   normal = normal > f.maxCode ? f.maxCode : normal;  // saturate (infinity too)
   uint32_t code = u < minNormal ? subnormal : normal;
-  code = u > 0x7f800000u ? f.nanCode : code;
-  return static_cast<uint8_t>(sign | code);
+  const bool nan = u > 0x7f800000u;
+  code = nan ? f.nanCode : code;
+  return static_cast<uint8_t>((nan ? 0u : sign) | code);  // NaNs canonical, as for fp16
 }
 
 // The straightforward definition, kept as the oracle for fp8Encode's tests.
@@ -144,18 +146,6 @@ inline float fp8ToFloat(uint8_t code, const Fp8Format& f) {
   r = isInf ? 0x7f800000u : r;
   r = isNan ? 0x7fc00000u : r;
   return bitsFloat(r | sign);
-}
-
-// Decoding tables, built once and immutable afterwards.
-inline const std::array<float, 256>& fp8Table(const Fp8Format& f) {
-  static const auto build = [](const Fp8Format& fmt) {
-    std::array<float, 256> t{};
-    for (int i = 0; i < 256; ++i) t[i] = fp8Decode(static_cast<uint8_t>(i), fmt);
-    return t;
-  };
-  static const std::array<float, 256> e4m3 = build(kE4M3);
-  static const std::array<float, 256> e5m2 = build(kE5M2);
-  return f.mantissaBits == 3 ? e4m3 : e5m2;
 }
 
 }  // namespace conflux::reduce

@@ -13,15 +13,9 @@ namespace conflux::reduce {
 namespace {
 
 // How a stored element is loaded into its accumulator type and stored back.
+// Integers, float and double accumulate in their own type.
 template <class T>
-struct IntTraits {
-  using Store = T;
-  using Acc = T;
-  static Acc load(Store v) { return v; }
-  static Store store(Acc v) { return v; }
-};
-template <class T>
-struct FloatTraits {
+struct PlainTraits {
   using Store = T;
   using Acc = T;
   static Acc load(Store v) { return v; }
@@ -145,15 +139,15 @@ void fillRow(ReduceFn* row) {
 KernelTable buildTable(const char* isa) {
   KernelTable t{};
   t.isa = isa;
-  fillRow<IntTraits<int8_t>>(t.fn[cfxInt8]);
-  fillRow<IntTraits<uint8_t>>(t.fn[cfxUint8]);
-  fillRow<IntTraits<int32_t>>(t.fn[cfxInt32]);
-  fillRow<IntTraits<uint32_t>>(t.fn[cfxUint32]);
-  fillRow<IntTraits<int64_t>>(t.fn[cfxInt64]);
-  fillRow<IntTraits<uint64_t>>(t.fn[cfxUint64]);
+  fillRow<PlainTraits<int8_t>>(t.fn[cfxInt8]);
+  fillRow<PlainTraits<uint8_t>>(t.fn[cfxUint8]);
+  fillRow<PlainTraits<int32_t>>(t.fn[cfxInt32]);
+  fillRow<PlainTraits<uint32_t>>(t.fn[cfxUint32]);
+  fillRow<PlainTraits<int64_t>>(t.fn[cfxInt64]);
+  fillRow<PlainTraits<uint64_t>>(t.fn[cfxUint64]);
   fillRow<HalfTraits>(t.fn[cfxFloat16]);
-  fillRow<FloatTraits<float>>(t.fn[cfxFloat32]);
-  fillRow<FloatTraits<double>>(t.fn[cfxFloat64]);
+  fillRow<PlainTraits<float>>(t.fn[cfxFloat32]);
+  fillRow<PlainTraits<double>>(t.fn[cfxFloat64]);
   fillRow<Bf16Traits>(t.fn[cfxBfloat16]);
   fillRow<Fp8Traits<true>>(t.fn[cfxFloat8e4m3]);
   fillRow<Fp8Traits<false>>(t.fn[cfxFloat8e5m2]);
