@@ -22,6 +22,18 @@ find_package(CUDAToolkit QUIET)
 find_package(MPI QUIET COMPONENTS C)
 find_package(Gloo QUIET CONFIG)
 
+# Libraries the network transports need, for consumers of the static library.
+set(CFX_NET_LINK_NAMES "")
+if(UCX_FOUND)
+  list(APPEND CFX_NET_LINK_NAMES ucp uct ucs)
+endif()
+if(IBVERBS_LIBRARY)
+  list(APPEND CFX_NET_LINK_NAMES ibverbs)
+endif()
+
+list(TRANSFORM CFX_NET_LINK_NAMES PREPEND "-l" OUTPUT_VARIABLE CFX_NET_PC_LIBS)
+list(JOIN CFX_NET_PC_LIBS " " CFX_NET_PC_LIBS)
+
 cfx_report(hwloc "${HWLOC_FOUND}")
 cfx_report(libnuma "${NUMA_LIBRARY}")
 cfx_report(UCX "${UCX_FOUND}")

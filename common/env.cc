@@ -29,6 +29,9 @@ const std::vector<Variable>& registry() {
       {"CFX_ROOT_ADDR", nullptr, "host:port of the bootstrap root, for launchers without a unique id."},
       {"CFX_SECRET", nullptr, "32 hex digits: the bootstrap secret when CFX_ROOT_ADDR or MASTER_ADDR is used."},
       {"CFX_PORT_OFFSET", "1", "Added to MASTER_PORT for the bootstrap root (torchrun's store owns MASTER_PORT)."},
+      {"CFX_NET", "auto", "Transport between hosts: auto (UCX where libibverbs finds an RDMA device, else TCP), tcp or ucx."},
+      {"CFX_NSOCKS", "2", "TCP connections per pair of ranks on different hosts; messages are striped over them."},
+      {"CFX_SOCKET_IFNAME", nullptr, "Interfaces for TCP, NCCL's syntax: prefixes (eth,ib), ^ to exclude, = for an exact name. Default: any but lo, docker*, veth*."},
       {"CFX_HOST_ID", nullptr, "Overrides the host identity (hostname, boot id and network namespace)."},
   };
   return kRegistry;

@@ -7,6 +7,8 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
+#include <ctime>
 #include <thread>
 #include <vector>
 
@@ -52,6 +54,30 @@ void runAsRank(const std::function<void(Rank&)>& body, const RunOptions& opts) {
 
 }  // namespace
 
+std::vector<HostSlot> testHosts() {
+  std::vector<HostSlot> out;
+  const char* spec = std::getenv("CFX_TEST_HOSTS");
+  if (spec == nullptr) return out;
+  std::string s = spec;
+  size_t pos = 0;
+  while (pos < s.size()) {
+    size_t end = s.find(' ', pos);
+    std::string item = s.substr(pos, end == std::string::npos ? std::string::npos : end - pos);
+    pos = end == std::string::npos ? s.size() : end + 1;
+    if (item.empty()) continue;
+    size_t a = item.find(':'), b = item.rfind(':');
+    if (a == std::string::npos || a == b) continue;
+    out.push_back(HostSlot{item.substr(0, a), item.substr(a + 1, b - a - 1), std::atoi(item.c_str() + b + 1)});
+  }
+  return out;
+}
+
+int layoutRanks() {
+  int n = 0;
+  for (const auto& h : testHosts()) n += h.ranks;
+  return n;
+}
+
 bool isRankProcess() { return std::getenv("CFX_TEST_RANK_PROCESS") != nullptr; }
 
 void runRanks(int nranks, const std::function<void(Rank&)>& body, const RunOptions& opts) {
@@ -59,32 +85,74 @@ void runRanks(int nranks, const std::function<void(Rank&)>& body, const RunOptio
     runAsRank(body, opts);
     return;
   }
+  const std::vector<HostSlot> hosts = testHosts();
+  std::vector<int> hostOf;  // rank -> host slot, -1 without a layout
+  for (size_t h = 0; h < hosts.size(); ++h) {
+    for (int k = 0; k < hosts[h].ranks; ++k) hostOf.push_back(static_cast<int>(h));
+  }
+  if (!hosts.empty()) {
+    ASSERT_EQ(static_cast<int>(hostOf.size()), nranks) << "CFX_TEST_HOSTS places " << hostOf.size() << " ranks";
+  }
   cfxUniqueId id;
-  ASSERT_EQ(cfxGetUniqueId(&id), cfxSuccess) << cfxGetLastError(nullptr);
+  std::string rootEnv;
+  if (hosts.empty()) {
+    ASSERT_EQ(cfxGetUniqueId(&id), cfxSuccess) << cfxGetLastError(nullptr);
+    rootEnv = "CFX_UNIQUE_ID=" + hexId(id);
+  } else {
+    // Rank 0 runs the root inside the first host.
+    int port = 20000 + static_cast<int>((getpid() * 7919u + static_cast<unsigned>(time(nullptr))) % 30000);
+    rootEnv = "CFX_ROOT_ADDR=" + hosts[0].ip + ":" + std::to_string(port);
+  }
+  char secret[33];
+  std::snprintf(secret, sizeof(secret), "%08x%08x%08x%08x", static_cast<unsigned>(getpid()),
+                static_cast<unsigned>(time(nullptr)), static_cast<unsigned>(clock()), 0x5eedu);
   std::string exe = selfExe();
   std::string filter = "--gtest_filter=" + currentTestFilter();
   std::vector<pid_t> pids;
   const pid_t parent = getpid();
+  std::vector<int> localRank(hosts.size(), 0);
   for (int r = 0; r < nranks; ++r) {
     std::vector<std::string> env;
-    for (char** e = environ; *e != nullptr; ++e) env.emplace_back(*e);
+    for (char** e = environ; *e != nullptr; ++e) {
+      if (std::strncmp(*e, "CFX_UNIQUE_ID=", 14) != 0) env.emplace_back(*e);
+    }
     env.push_back("CFX_TEST_RANK_PROCESS=1");
-    env.push_back("CFX_UNIQUE_ID=" + hexId(id));
+    env.push_back(rootEnv);
     env.push_back("CFX_RANK=" + std::to_string(r));
     env.push_back("CFX_NRANKS=" + std::to_string(nranks));
-    env.push_back("CFX_LOCAL_RANK=" + std::to_string(r));
+    std::string ns;
+    if (hosts.empty()) {
+      env.push_back("CFX_LOCAL_RANK=" + std::to_string(r));
+    } else {
+      int h = hostOf[r];
+      env.push_back("CFX_LOCAL_RANK=" + std::to_string(localRank[h]++));
+      env.push_back(std::string("CFX_SECRET=") + secret);
+      ns = hosts[h].netns;
+      if (ns == "-") env.push_back("CFX_HOST_ID=test-host-" + std::to_string(h));
+      if (ns == "-") ns.clear();
+    }
     for (const auto& e : opts.env) env.push_back(e);
     std::vector<char*> envp;
     for (auto& s : env) envp.push_back(s.data());
     envp.push_back(nullptr);
     std::string brief = "--gtest_brief=1";
-    char* argv[] = {exe.data(), filter.data(), brief.data(), nullptr};
+    std::string ip = "ip", netns = "netns", execArg = "exec";
+    std::vector<char*> argv;
+    if (!ns.empty()) argv = {ip.data(), netns.data(), execArg.data(), ns.data()};
+    argv.push_back(exe.data());
+    argv.push_back(filter.data());
+    argv.push_back(brief.data());
+    argv.push_back(nullptr);
     pid_t pid = fork();
     ASSERT_GE(pid, 0);
     if (pid == 0) {
       prctl(PR_SET_PDEATHSIG, SIGKILL);
       if (getppid() != parent) _exit(126);
-      execve(exe.c_str(), argv, envp.data());
+      if (ns.empty()) {
+        execve(exe.c_str(), argv.data(), envp.data());
+      } else {
+        execvpe("ip", argv.data(), envp.data());
+      }
       _exit(127);
     }
     pids.push_back(pid);

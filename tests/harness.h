@@ -14,6 +14,7 @@
 #include <functional>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "conflux/conflux.h"
 
@@ -33,6 +34,18 @@ struct RunOptions {
 };
 
 void runRanks(int nranks, const std::function<void(Rank&)>& body, const RunOptions& opts = {});
+
+// Several hosts (tests/netns/hosts.sh sets CFX_TEST_HOSTS="ns:ip:ranks ns:ip:ranks ..."): ranks
+// are placed host by host, each started inside its host's network namespace ("-": no namespace,
+// the host told apart by CFX_HOST_ID), and find the bootstrap root at the first host's address.
+struct HostSlot {
+  std::string netns;
+  std::string ip;
+  int ranks;
+};
+std::vector<HostSlot> testHosts();
+// The total ranks of the layout, or 0 when no layout is set.
+int layoutRanks();
 
 // True inside a rank process.
 bool isRankProcess();

@@ -5,14 +5,13 @@
 #include <algorithm>
 #include <cstring>
 #include <functional>
-#include <map>
-#include <numeric>
 
 #include "bootstrap/client.h"
 #include "common/env.h"
 #include "common/log.h"
 #include "shm_layout.h"
 #include "topology/host_id.h"
+#include "transport/net/select.h"
 
 namespace conflux {
 
@@ -27,9 +26,9 @@ std::string segmentName(uint64_t commHash) {
   return name;
 }
 
-// Created by the first rank of the host: the segment with its header filled in.
-shm::Segment createSegment(uint64_t commHash, int nranks) {
-  Layout layout = Layout::fromEnv(nranks);
+// Created by the first rank of each host: the segment with its header filled in.
+shm::Segment createSegment(uint64_t commHash, int localRanks) {
+  Layout layout = Layout::fromEnv(localRanks);
   shm::Segment seg = shm::Segment::create(segmentName(commHash), layout.totalBytes());
   layout.writeHeader(*reinterpret_cast<SegmentHeader*>(seg.data()));
   return seg;
@@ -44,63 +43,157 @@ Outcome capture(const std::function<void()>& f) {
   }
 }
 
-void logCommInfo(uint64_t hash, int rank, int nranks, const Tuning& tuning) {
-  logInfo("Conflux version " + std::to_string(CFX_MAJOR) + "." + std::to_string(CFX_MINOR) + "." +
-          std::to_string(CFX_PATCH) + ": comm " + bootstrap::hex(reinterpret_cast<const uint8_t*>(&hash), 8) +
-          " rank " + std::to_string(rank) + " nranks " + std::to_string(nranks) + " pid " + std::to_string(getpid()) +
-          " transport shm (all ranks on one host) - Init COMPLETE; " + tuning.describe(nranks));
+std::chrono::milliseconds bootstrapTimeout() {
+  return std::chrono::milliseconds(static_cast<int64_t>(env::getDouble("CFX_BOOTSTRAP_TIMEOUT") * 1000));
 }
+
+// Address blobs that start with this byte carry a rank's set-up error instead of an address, so
+// a rank that fails before it can publish an address still releases the others.
+constexpr char kFailedBlob = '!';
 
 }  // namespace
 
-Communicator::Communicator(uint64_t hash, std::vector<pid_t> pids, int rank, shm::Segment segment, Options opts)
-    : hash_(hash), pids_(pids), tuning_(Tuning::fromEnv(static_cast<int>(pids.size()))) {
-  const int localRanks = static_cast<int>(pids.size());  // all ranks share this host
-  ctx_ = std::make_unique<Context>(std::move(segment), rank, std::move(pids),
-                                   WaitSettings::fromEnv(opts.timeoutMs, localRanks));
-  engine_ = std::make_unique<Engine>(*ctx_);
+Communicator::Communicator(uint64_t hash, int rank, std::vector<pid_t> pids, HostMap hosts, shm::Segment segment,
+                           Options opts)
+    : hash_(hash), rank_(rank), pids_(std::move(pids)), hosts_(std::move(hosts)) {
+  const int host = hosts_.hostOf[rank_];
+  const auto& mates = hosts_.ranksOn[host];
+  tuning_ = Tuning::fromEnv(static_cast<int>(mates.size()));
+  std::vector<pid_t> localPids;
+  for (int r : mates) localPids.push_back(pids_[r]);
+  ctx_ = std::make_unique<Context>(std::move(segment), hosts_.localRankOf[rank_], std::move(localPids),
+                                   WaitSettings::fromEnv(opts.timeoutMs, static_cast<int>(mates.size())));
+  ctx_->setCommRanks(mates);
+  engine_ = std::make_unique<Engine>(*ctx_, [this](const Outcome& o) {
+    // Across hosts, tell everyone at once: the local ranks through the segment, the remote ones
+    // by closing the connections.
+    if (!transport_) return;
+    ctx_->poison(o.status, o.message);
+    transport_->shutdown(hosts_.describe(rank_) + " failed: " + o.message);
+  });
+  hier_.hosts = &hosts_;
+  hier_.tuning = &tuning_;
+  hier_.rank = rank_;
+  hier_.nranks = hosts_.nranks();
+  hier_.net.hosts = &hosts_;
+  hier_.net.rank = rank_;
 }
 
-Communicator::~Communicator() = default;
+Communicator::~Communicator() {
+  // Operations still queued on the engine may use the transport: let them finish first.
+  engine_.reset();
+}
+
+void Communicator::abort() {
+  ctx_->abort();
+  if (transport_) transport_->shutdown(hosts_.describe(rank_) + " aborted its communicator");
+}
+
+void Communicator::connectNetwork(const Exchange& exchange, std::chrono::milliseconds timeout) {
+  net::NetChoice choice = net::chooseNet();
+  netReason_ = choice.name + " (" + choice.reason + ")";
+  net::TransportSetup setup;
+  setup.rank = rank_;
+  setup.nranks = size();
+  for (int r = 0; r < size(); ++r) {
+    if (r != rank_) setup.peers.push_back(r);
+  }
+  setup.commHash = hash_;
+  setup.connectTimeout = timeout;
+  bool exchanged = false;
+  setup.exchange = [&](const std::string& mine) {
+    exchanged = true;
+    std::vector<std::string> all = exchange(mine);
+    for (int r = 0; r < static_cast<int>(all.size()); ++r) {
+      if (!all[r].empty() && all[r][0] == kFailedBlob) {
+        throw Error(Status::kRemoteError, hosts_.describe(r) + " could not set up its network transport: " +
+                                              all[r].substr(1));
+      }
+    }
+    return all;
+  };
+  Context* ctx = ctx_.get();
+  setup.wake = [ctx] { ctx->myBell().ring(); };
+  const HostMap* hosts = &hosts_;
+  setup.describeRank = [hosts](int r) { return hosts->describe(r); };
+  try {
+    transport_ = net::createTransport(choice, setup);
+  } catch (const Error& e) {
+    if (!exchanged) exchange(std::string(1, kFailedBlob) + e.what());
+    throw;
+  }
+  hier_.net.transport = transport_.get();
+  logInfo("NET rank " + std::to_string(rank_) + ": " + netReason_);
+}
+
+void Communicator::logInit() const {
+  std::string where = hosts_.nhosts() == 1
+                          ? std::string("transport shm (all ranks on one host)")
+                          : "hosts " + std::to_string(hosts_.nhosts()) + ", local ranks " +
+                                std::to_string(ctx_->size()) + ", shm inside the host, " + netReason_ + " between hosts";
+  logInfo("Conflux version " + std::to_string(CFX_MAJOR) + "." + std::to_string(CFX_MINOR) + "." +
+          std::to_string(CFX_PATCH) + ": comm " + bootstrap::hex(reinterpret_cast<const uint8_t*>(&hash_), 8) +
+          " rank " + std::to_string(rank_) + " nranks " + std::to_string(size()) + " pid " + std::to_string(getpid()) +
+          " " + where + " - Init COMPLETE; " + tuning_.describe(ctx_->size()));
+}
 
 std::unique_ptr<Communicator> Communicator::init(const bootstrap::UniqueIdData& id, int nranks, int rank,
                                                  Options opts) {
-  auto timeout = std::chrono::milliseconds(static_cast<int64_t>(env::getDouble("CFX_BOOTSTRAP_TIMEOUT") * 1000));
-  bootstrap::Client client = bootstrap::Client::join(id, nranks, rank, timeout);
+  bootstrap::Client client = bootstrap::Client::join(id, nranks, rank, bootstrapTimeout());
   const auto& peers = client.peers();
-
-  // Every rank sees the same table, so every rank reaches the same verdict here.
-  std::map<std::string, std::vector<int>> hosts;
-  for (int r = 0; r < nranks; ++r) hosts[peers[r].hostId].push_back(r);
-  if (hosts.size() > 1) {
-    std::string list;
-    for (auto& [host, ranks] : hosts) list += " [" + host + ": " + std::to_string(ranks.size()) + " ranks]";
-    throw Error(Status::kInvalidUsage, "the ranks span " + std::to_string(hosts.size()) +
-                                           " hosts, but this build of Conflux supports ranks on one host only:" + list);
+  std::vector<std::string> hostIds;
+  std::vector<pid_t> pids;
+  for (const auto& p : peers) {
+    hostIds.push_back(p.hostId);
+    pids.push_back(p.pid);
   }
+  HostMap hosts = HostMap::build(hostIds);
+  const bool leader = hosts.localRankOf[rank] == 0;
 
   uint64_t hash = bootstrap::hash64(id.secret.data(), id.secret.size());
-  const bool leader = rank == 0;
   shm::Segment segment;
-  // Leader creates and sizes the segment; everyone learns whether that worked.
-  Outcome created = leader ? capture([&] { segment = createSegment(hash, nranks); }) : Outcome{};
+  const int localRanks = static_cast<int>(hosts.ranksOn[hosts.hostOf[rank]].size());
+  // Each host's first rank creates and sizes the segment; everyone learns whether that worked.
+  Outcome created = leader ? capture([&] { segment = createSegment(hash, localRanks); }) : Outcome{};
   client.barrier(created).raise();
   // The others attach; the leader unlinks the name once all have, so nothing outlives a crash.
   Outcome attached = leader ? Outcome{} : capture([&] { segment = shm::Segment::open(segmentName(hash)); });
   client.barrier(attached).raise();
   if (leader) segment.unlink();
-  client.finish();
 
-  std::vector<pid_t> pids(nranks);
-  for (int r = 0; r < nranks; ++r) pids[r] = peers[r].pid;
-  std::unique_ptr<Communicator> comm(new Communicator(hash, std::move(pids), rank, std::move(segment), opts));
-  logCommInfo(hash, rank, nranks, comm->tuning());
+  const bool multiHost = hosts.nhosts() > 1;
+  std::unique_ptr<Communicator> comm(
+      new Communicator(hash, rank, std::move(pids), std::move(hosts), std::move(segment), opts));
+  if (multiHost) {
+    Outcome net = capture([&] {
+      comm->connectNetwork([&](const std::string& mine) { return client.exchange(mine); }, bootstrapTimeout());
+    });
+    client.barrier(net).raise();
+  }
+  client.finish();
+  comm->logInit();
   return comm;
 }
 
-void Communicator::runInternal(Coll coll, const void* send, void* recv, size_t count, cfxRedOp_t op) {
+std::unique_ptr<Op> Communicator::collective(const CollArgs& a) const {
+  if (!transport_) return makeCollective(a, tuning_, size());
+  return hier::makeHierCollective(a, hier_);
+}
+
+std::unique_ptr<Op> Communicator::send(const void* buf, size_t bytes, int peer) const {
+  if (!transport_) return makeSend(buf, bytes, peer);
+  return hier::makeHierSend(hier_, buf, bytes, peer);
+}
+
+std::unique_ptr<Op> Communicator::recv(void* buf, size_t bytes, int peer) const {
+  if (!transport_) return makeRecv(buf, bytes, peer);
+  return hier::makeHierRecv(hier_, buf, bytes, peer);
+}
+
+void Communicator::runInternal(Coll coll, const void* send, void* recv, size_t count, cfxRedOp_t op,
+                               cfxDataType_t type) {
   Batch b;
-  b.ops.push_back(makeCollective(CollArgs{coll, send, recv, count, cfxInt32, op, -1}, tuning_, size()));
+  b.ops.push_back(collective(CollArgs{coll, send, recv, count, type, op, -1}));
   engine_->runBlocking(std::move(b)).raise();
 }
 
@@ -112,19 +205,34 @@ std::unique_ptr<Communicator> Communicator::split(int color, int key, Options op
   std::vector<int32_t> all(2 * static_cast<size_t>(n));
   runInternal(Coll::kAllGather, mine, all.data(), 2, cfxSum);
 
-  // 2. Members of my color, ordered by (key, parent rank).
-  std::vector<int> members;
-  if (color != CFX_SPLIT_NOCOLOR) {
+  // 2. Members of each color, ordered by (key, parent rank); does any new communicator span hosts?
+  auto membersOf = [&](int c) {
+    std::vector<int> m;
     for (int r = 0; r < n; ++r) {
-      if (all[2 * r] == color) members.push_back(r);
+      if (all[2 * r] == c) m.push_back(r);
     }
-    std::stable_sort(members.begin(), members.end(), [&](int a, int b) { return all[2 * a + 1] < all[2 * b + 1]; });
+    std::stable_sort(m.begin(), m.end(), [&](int a, int b) { return all[2 * a + 1] < all[2 * b + 1]; });
+    return m;
+  };
+  bool anyMultiHost = false;
+  for (int r = 0; r < n && !anyMultiHost; ++r) {
+    if (all[2 * r] == CFX_SPLIT_NOCOLOR) continue;
+    for (int q : membersOf(all[2 * r])) anyMultiHost |= hosts_.hostOf[q] != hosts_.hostOf[r];
   }
+  const bool member = color != CFX_SPLIT_NOCOLOR;
+  std::vector<int> members = member ? membersOf(color) : std::vector<int>{};
   uint64_t seed[3] = {hash_, ++splits_, static_cast<uint64_t>(static_cast<uint32_t>(color))};
   uint64_t newHash = bootstrap::hash64(seed, sizeof(seed));
   int newRank = static_cast<int>(std::find(members.begin(), members.end(), me) - members.begin());
-  bool member = color != CFX_SPLIT_NOCOLOR;
-  bool leader = member && newRank == 0;
+  std::vector<std::string> hostIds;
+  std::vector<pid_t> pids;
+  for (int r : members) {
+    hostIds.push_back(hosts_.names[hosts_.hostOf[r]]);
+    pids.push_back(pids_[r]);
+  }
+  HostMap newHosts = HostMap::build(hostIds);
+  bool leader = member && newHosts.localRankOf[newRank] == 0;
+  int localRanks = member ? static_cast<int>(newHosts.ranksOn[newHosts.hostOf[newRank]].size()) : 0;
 
   // 3. Leaders create, then the others attach; the parent's collectives act as status barriers
   //    (every parent rank takes part, including those that join no new communicator).
@@ -135,21 +243,46 @@ std::unique_ptr<Communicator> Communicator::split(int color, int key, Options op
     if (!o.ok()) throw Error(o.status, "cfxCommSplit: " + o.message);
     if (anyFailed != 0) {
       throw Error(Status::kRemoteError, std::string("cfxCommSplit: rank ") + std::to_string(anyFailed - 1) +
-                                            " failed to " + step + " its shared memory (see that rank's error)");
+                                            " failed to " + step + " (see that rank's error)");
     }
   };
-  statusBarrier(leader ? capture([&] { segment = createSegment(newHash, static_cast<int>(members.size())); })
-                       : Outcome{},
-                "create");
+  statusBarrier(leader ? capture([&] { segment = createSegment(newHash, localRanks); }) : Outcome{},
+                "create its shared memory");
   statusBarrier(member && !leader ? capture([&] { segment = shm::Segment::open(segmentName(newHash)); }) : Outcome{},
-                "attach");
+                "attach its shared memory");
   if (leader) segment.unlink();
-  if (!member) return nullptr;
 
-  std::vector<pid_t> pids;
-  for (int r : members) pids.push_back(pids_[r]);
-  std::unique_ptr<Communicator> comm(new Communicator(newHash, std::move(pids), newRank, std::move(segment), opts));
-  logCommInfo(newHash, newRank, static_cast<int>(members.size()), comm->tuning());
+  std::unique_ptr<Communicator> comm;
+  if (member) {
+    comm.reset(new Communicator(newHash, newRank, std::move(pids), std::move(newHosts), std::move(segment), opts));
+  }
+  // 4. New communicators that span hosts connect their networks; addresses travel in one
+  //    all-gather over the parent, in which every parent rank takes part exactly once.
+  if (anyMultiHost) {
+    constexpr size_t kRecord = 4 + net::kMaxAddressBytes;
+    bool took = false;
+    auto exchange = [&](const std::string& blob) {
+      took = true;
+      std::vector<uint8_t> rec(kRecord, 0), recs(kRecord * n);
+      uint32_t len = static_cast<uint32_t>(std::min(blob.size(), net::kMaxAddressBytes));
+      std::memcpy(rec.data(), &len, 4);
+      std::memcpy(rec.data() + 4, blob.data(), len);
+      runInternal(Coll::kAllGather, rec.data(), recs.data(), kRecord, cfxSum, cfxUint8);
+      std::vector<std::string> out;
+      for (int r : members) {
+        uint32_t l;
+        std::memcpy(&l, recs.data() + r * kRecord, 4);
+        out.emplace_back(reinterpret_cast<const char*>(recs.data() + r * kRecord + 4),
+                         std::min<size_t>(l, net::kMaxAddressBytes));
+      }
+      return out;
+    };
+    Outcome net;
+    if (comm && comm->hosts_.nhosts() > 1) net = capture([&] { comm->connectNetwork(exchange, bootstrapTimeout()); });
+    if (!took) exchange("");
+    statusBarrier(net, "connect its network");
+  }
+  if (comm) comm->logInit();
   return comm;
 }
 

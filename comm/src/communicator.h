@@ -1,10 +1,12 @@
-// A communicator: its ranks, its shared-memory context and its progress engine. Created by
-// init() over the bootstrap, or by split() over a parent communicator.
+// A communicator: its ranks, the hosts they run on, the shared-memory context of this host's
+// ranks, the network transport to the other hosts (when there are several), and the progress
+// engine. Created by init() over the bootstrap, or by split() over a parent communicator.
 #pragma once
 
 #include <sys/types.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -12,7 +14,10 @@
 #include "bootstrap/unique_id.h"
 #include "context.h"
 #include "engine.h"
+#include "hier/hier_ops.h"
+#include "hosts.h"
 #include "ops/tuning.h"
+#include "transport/net/transport.h"
 
 namespace conflux {
 
@@ -30,25 +35,45 @@ class Communicator {
   Communicator(const Communicator&) = delete;
   Communicator& operator=(const Communicator&) = delete;
 
-  int rank() const { return ctx_->rank(); }
-  int size() const { return ctx_->size(); }
+  int rank() const { return rank_; }
+  int size() const { return hosts_.nranks(); }
   Context& context() { return *ctx_; }
   Engine& engine() { return *engine_; }
   const Tuning& tuning() const { return tuning_; }
+  const HostMap& hosts() const { return hosts_; }
+
+  // The operations for a call: shared memory on one host, hierarchical across hosts.
+  std::unique_ptr<Op> collective(const CollArgs& a) const;
+  std::unique_ptr<Op> send(const void* buf, size_t bytes, int peer) const;
+  std::unique_ptr<Op> recv(void* buf, size_t bytes, int peer) const;
+
   // Makes every pending and future operation fail with kAborted (callable from any thread).
-  void abort() { ctx_->abort(); }
+  void abort();
 
  private:
-  Communicator(uint64_t hash, std::vector<pid_t> pids, int rank, shm::Segment segment, Options opts);
-  // Runs a blocking int32 collective on this communicator (used by split).
-  void runInternal(Coll coll, const void* send, void* recv, size_t count, cfxRedOp_t op);
+  using Exchange = std::function<std::vector<std::string>(const std::string&)>;
+
+  Communicator(uint64_t hash, int rank, std::vector<pid_t> pids, HostMap hosts, shm::Segment segment, Options opts);
+  // Connects to the other ranks over the network (CFX_NET); `exchange` all-gathers addresses.
+  void connectNetwork(const Exchange& exchange, std::chrono::milliseconds timeout);
+  // Runs a blocking collective on this communicator (used by split).
+  void runInternal(Coll coll, const void* send, void* recv, size_t count, cfxRedOp_t op,
+                   cfxDataType_t type = cfxInt32);
+  void logInit() const;
 
   uint64_t hash_;
-  std::vector<pid_t> pids_;
+  int rank_;
+  std::vector<pid_t> pids_;  // of every rank
+  HostMap hosts_;
   uint64_t splits_ = 0;
   Tuning tuning_;
-  std::unique_ptr<Context> ctx_;    // declared before the engine: the engine's thread uses it
+  std::string netReason_;
+  // Destroyed in reverse order: the engine (which runs operations on the transport and the
+  // context) first, then the transport (whose thread wakes the context), then the context.
+  std::unique_ptr<Context> ctx_;
+  std::unique_ptr<net::Transport> transport_;
   std::unique_ptr<Engine> engine_;
+  hier::HierEnv hier_;
 };
 
 }  // namespace conflux

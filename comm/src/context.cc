@@ -112,7 +112,7 @@ void throwMismatch(int myRank, const OpDescriptor& mine, int otherRank, const Op
 void Context::checkDescriptors(const OpDescriptor& mine) const {
   for (int r = 0; r < size_; ++r) {
     const OpDescriptor& other = control(r).desc[mine.seq & 1];
-    if (!(other == mine)) throwMismatch(rank_, mine, r, other);
+    if (!(other == mine)) throwMismatch(commRank(rank_), mine, commRank(r), other);
   }
 }
 
@@ -145,12 +145,12 @@ void Context::abort() {
 
 void Context::checkAbortAndPoison(const std::function<std::string()>& what) {
   if (aborted()) {
-    poison(Status::kAborted, "rank " + std::to_string(rank_) + " aborted the communicator");
+    poison(Status::kAborted, "rank " + std::to_string(commRank(rank_)) + " aborted the communicator");
     throw Error(Status::kAborted, "communicator aborted while waiting for " + what());
   }
   int32_t by = header().poisonedBy.load(std::memory_order_acquire);
   if (by > 0) {
-    throw Error(Status::kRemoteError, "rank " + std::to_string(by - 1) + " failed (" +
+    throw Error(Status::kRemoteError, "rank " + std::to_string(commRank(by - 1)) + " failed (" +
                                           std::string(header().poisonMessage) + ") while this rank waited for " + what());
   }
 }
@@ -166,7 +166,7 @@ int Context::findDeadPeer(const std::vector<int>& ranks) {
 }
 
 void Context::failDeadPeer(int r, const std::function<std::string()>& what) {
-  std::string msg = "rank " + std::to_string(r) + " (pid " + std::to_string(pids_[r]) + ") exited";
+  std::string msg = "rank " + std::to_string(commRank(r)) + " (pid " + std::to_string(pids_[r]) + ") exited";
   poison(Status::kRemoteError, msg);
   throw Error(Status::kRemoteError, msg + " while this rank waited for " + what());
 }
@@ -177,7 +177,7 @@ void Context::checkTimeout(std::chrono::steady_clock::time_point lastProgress,
   auto secs = std::chrono::duration_cast<std::chrono::duration<double>>(wait_.timeout).count();
   char buf[32];
   std::snprintf(buf, sizeof(buf), "%.1f", secs);
-  std::string msg = "rank " + std::to_string(rank_) + " timed out after " + buf +
+  std::string msg = "rank " + std::to_string(commRank(rank_)) + " timed out after " + buf +
                     " s without progress waiting for " + what();
   poison(Status::kTimeout, msg);
   throw Error(Status::kTimeout, msg + " (CFX_TIMEOUT)");

@@ -39,6 +39,9 @@ class Context {
 
   int rank() const { return rank_; }
   int size() const { return size_; }
+  // The communicator rank of local rank `r`, for messages (they differ when ranks span hosts).
+  int commRank(int r) const { return commRanks_.empty() ? r : commRanks_[r]; }
+  void setCommRanks(std::vector<int> ranks) { commRanks_ = std::move(ranks); }
   const WaitSettings& wait() const { return wait_; }
 
   // Staging memory: rank r's slot half for global chunk number `chunk`, and the shared scratch
@@ -106,6 +109,7 @@ class Context {
   int rank_;
   int size_;
   std::vector<pid_t> pids_;
+  std::vector<int> commRanks_;
   WaitSettings wait_;
   std::vector<shm::Channel> channels_;
   uint64_t barrierSeq_ = 0;

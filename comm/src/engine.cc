@@ -44,9 +44,14 @@ Outcome Engine::execute(std::span<const std::unique_ptr<Op>> ops, const std::vec
       out = Outcome{Status::kInternalError, e.what()};
     }
     if (!out.ok()) {
-      logWarn("rank " + std::to_string(ctx_.rank()) + ": " + out.message);
-      std::lock_guard<std::mutex> lock(mu_);
-      if (failed_.ok()) failed_ = out;
+      logWarn(out.message);
+      bool first = false;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        first = failed_.ok();
+        if (first) failed_ = out;
+      }
+      if (first && onFailure_ && out.status != Status::kInvalidArgument) onFailure_(out);
     }
   }
   for (Stream* s : streams) s->completed(out);

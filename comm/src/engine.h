@@ -9,6 +9,7 @@
 
 #include <condition_variable>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <span>
@@ -41,7 +42,10 @@ class Completion {
 
 class Engine {
  public:
-  explicit Engine(Context& ctx) : ctx_(ctx) {}
+  // `onFailure` (optional) runs once, on the failing thread, when the engine latches a failure
+  // (the communicator uses it to close its network connections, so remote peers stop at once).
+  explicit Engine(Context& ctx, std::function<void(const Outcome&)> onFailure = {})
+      : ctx_(ctx), onFailure_(std::move(onFailure)) {}
   ~Engine();
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
@@ -62,6 +66,7 @@ class Engine {
   void threadMain();
 
   Context& ctx_;
+  std::function<void(const Outcome&)> onFailure_;
   mutable std::mutex mu_;
   std::condition_variable cv_;
   struct Item {

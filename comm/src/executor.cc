@@ -22,11 +22,11 @@ class BatchRunner {
  public:
   BatchRunner(Context& ctx, std::span<const std::unique_ptr<Op>> ops) : ctx_(ctx), ops_(ops) {
     // Busy flags are only needed when point-to-point operations are present.
+    // Peers are communicator ranks, which may exceed the local ranks of this context.
     for (auto& op : ops_) {
-      if (op->isPointToPoint()) {
-        sendBusy_.resize(ctx.size());
-        recvBusy_.resize(ctx.size());
-        break;
+      if (op->isPointToPoint() && op->peer() >= static_cast<int>(sendBusy_.size())) {
+        sendBusy_.resize(op->peer() + 1);
+        recvBusy_.resize(op->peer() + 1);
       }
     }
   }

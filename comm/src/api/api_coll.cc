@@ -8,9 +8,6 @@ using conflux::Coll;
 using conflux::CollArgs;
 using conflux::Error;
 using conflux::Status;
-using conflux::makeCollective;
-using conflux::makeRecv;
-using conflux::makeSend;
 using namespace conflux::api;
 
 namespace {
@@ -30,7 +27,7 @@ cfxResult_t entry(const char* fn, cfxComm_t comm, cfxStream_t stream, F&& body) 
 }
 
 std::unique_ptr<conflux::Op> collective(const conflux::Communicator& c, const CollArgs& a) {
-  return makeCollective(a, c.tuning(), c.size());
+  return c.collective(a);
 }
 
 }  // namespace
@@ -137,7 +134,7 @@ cfxResult_t cfxSend(const void* sendbuff, size_t count, cfxDataType_t datatype, 
     checkRank(peer, nranks, "peer");
     size_t bytes = checkedBytes(count, datatype, 1);
     checkBuffer(sendbuff, bytes, "sendbuff");
-    if (bytes > 0) submit(comm, c, stream, makeSend(sendbuff, bytes, peer));
+    if (bytes > 0) submit(comm, c, stream, c.send(sendbuff, bytes, peer));
   });
 }
 
@@ -149,7 +146,7 @@ cfxResult_t cfxRecv(void* recvbuff, size_t count, cfxDataType_t datatype, int pe
     checkRank(peer, nranks, "peer");
     size_t bytes = checkedBytes(count, datatype, 1);
     checkBuffer(recvbuff, bytes, "recvbuff");
-    if (bytes > 0) submit(comm, c, stream, makeRecv(recvbuff, bytes, peer));
+    if (bytes > 0) submit(comm, c, stream, c.recv(recvbuff, bytes, peer));
   });
 }
 

@@ -62,6 +62,15 @@ Outcome Client::barrier(const Outcome& mine) {
   return Outcome{static_cast<Status>(r.status), r.message};
 }
 
+std::vector<std::string> Client::exchange(const std::string& mine) {
+  if (mine.size() > kMaxExchangeBytes) {
+    throw Error(Status::kInternalError, "bootstrap exchange blob of " + std::to_string(mine.size()) + " bytes");
+  }
+  auto f = frame(MsgType::kExchange, secret_, std::vector<uint8_t>(mine.begin(), mine.end()));
+  sock_.sendAll(f.data(), f.size(), deadline_);
+  return decodeExchanged(readFrame(MsgType::kExchanged), static_cast<int>(peers_.size()));
+}
+
 void Client::finish() {
   auto f = frame(MsgType::kBye, secret_, {});
   try {

@@ -22,6 +22,8 @@ class Client {
   const std::vector<PeerInfo>& peers() const { return peers_; }
   // Enters a barrier with this rank's outcome; returns the first failure of any rank (or success).
   Outcome barrier(const Outcome& mine);
+  // All-gather of one blob per rank (at most kMaxExchangeBytes), returned in rank order.
+  std::vector<std::string> exchange(const std::string& mine);
   // Tells the root this rank finished initialisation, then disconnects.
   void finish();
 

@@ -28,6 +28,8 @@ struct Conn {
   Clock::time_point handshakeDeadline;
   int rank = -1;           // set once its hello was accepted
   uint64_t barriers = 0;   // barriers this rank has entered
+  uint64_t exchanges = 0;  // exchanges this rank has entered
+  std::string blob;        // its blob for the current exchange
   bool saidBye = false;    // finished initialisation normally
   bool closed = false;
 };
@@ -116,7 +118,7 @@ class RootServer {
       std::string bad = validateHeader(h, secret_);
       if (bad.empty()) {
         auto t = static_cast<MsgType>(h.type);
-        bool expected = c.rank < 0 ? t == MsgType::kHello : (t == MsgType::kBarrier || t == MsgType::kBye);
+        bool expected = c.rank < 0 ? t == MsgType::kHello : (t == MsgType::kBarrier || t == MsgType::kBye || t == MsgType::kExchange);
         if (!expected) bad = "unexpected message type " + std::to_string(h.type);
       }
       if (!bad.empty()) {
@@ -131,6 +133,8 @@ class RootServer {
           onHello(c, decodeHello(payload));
         } else if (static_cast<MsgType>(h.type) == MsgType::kBye) {
           c.saidBye = true;
+        } else if (static_cast<MsgType>(h.type) == MsgType::kExchange) {
+          onExchange(c, std::string(payload.begin(), payload.end()));
         } else {
           onBarrier(c, decodeStatus(payload));
         }
@@ -234,6 +238,23 @@ class RootServer {
     barrierStatus_ = StatusMsg{};
   }
 
+  // Like a barrier, but the release carries every rank's blob.
+  void onExchange(Conn& c, std::string blob) {
+    ++c.exchanges;
+    c.blob = std::move(blob);
+    if (static_cast<int>(byRank_.size()) != nranks_) return;
+    for (auto& [rank, conn] : byRank_) {
+      if (conn->exchanges <= exchanged_) return;
+    }
+    ++exchanged_;
+    std::vector<std::string> blobs(nranks_);
+    for (auto& [rank, conn] : byRank_) blobs[rank] = conn->blob;
+    auto payload = encodeExchanged(blobs);
+    for (auto& [rank, conn] : byRank_) {
+      if (!conn->closed) send(*conn, MsgType::kExchanged, payload);
+    }
+  }
+
   void onDisconnect(Conn& c) {
     c.sock.close();
     c.closed = true;
@@ -261,6 +282,7 @@ class RootServer {
   std::string jobError_;
   int informed_ = 0;
   uint64_t released_ = 0;
+  uint64_t exchanged_ = 0;
   StatusMsg barrierStatus_;
 };
 

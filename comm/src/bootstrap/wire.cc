@@ -79,6 +79,8 @@ size_t maxPayload(MsgType type) {
     case MsgType::kBarrier:
     case MsgType::kRelease: return 4 + kMaxMessageBytes;
     case MsgType::kBye: return 1;  // empty payload; the bound only has to be non-zero
+    case MsgType::kExchange: return kMaxExchangeBytes;
+    case MsgType::kExchanged: return 4 + static_cast<size_t>(kMaxRanks) * (4 + kMaxExchangeBytes);
   }
   return 0;
 }
@@ -169,6 +171,31 @@ StatusMsg decodeStatus(const std::vector<uint8_t>& p) {
   s.status = r.i32();
   s.message = r.rest();
   return s;
+}
+
+std::vector<uint8_t> encodeExchanged(const std::vector<std::string>& blobs) {
+  Writer w;
+  w.u32(static_cast<uint32_t>(blobs.size()));
+  for (const auto& b : blobs) {
+    w.u32(static_cast<uint32_t>(b.size()));
+    w.raw(b.data(), b.size());
+  }
+  return w.out;
+}
+
+std::vector<std::string> decodeExchanged(const std::vector<uint8_t>& p, int nranks) {
+  Reader r(p);
+  uint32_t n = r.u32();
+  if (static_cast<int64_t>(n) != nranks) throw Error(Status::kRemoteError, "malformed bootstrap exchange: wrong count");
+  std::vector<std::string> out(n);
+  for (auto& b : out) {
+    uint32_t len = r.u32();
+    if (len > kMaxExchangeBytes) throw Error(Status::kRemoteError, "malformed bootstrap exchange: blob too long");
+    b.resize(len);
+    r.raw(b.data(), len);
+  }
+  r.expectEnd();
+  return out;
 }
 
 }  // namespace conflux::bootstrap

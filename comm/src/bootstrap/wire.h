@@ -18,7 +18,17 @@ inline constexpr size_t kHostIdBytes = 128;
 inline constexpr size_t kMaxMessageBytes = 1024;
 inline constexpr int kMaxRanks = 1 << 16;
 
-enum class MsgType : uint16_t { kHello = 1, kWelcome = 2, kError = 3, kBarrier = 4, kRelease = 5, kBye = 6 };
+enum class MsgType : uint16_t {
+  kHello = 1,
+  kWelcome = 2,
+  kError = 3,
+  kBarrier = 4,
+  kRelease = 5,
+  kBye = 6,
+  kExchange = 7,   // a rank's blob for an all-gather (network addresses)
+  kExchanged = 8,  // every rank's blob, in rank order
+};
+inline constexpr size_t kMaxExchangeBytes = 2048;
 
 struct FrameHeader {
   uint32_t magic;
@@ -58,5 +68,8 @@ std::vector<uint8_t> encodeWelcome(const std::vector<PeerInfo>& peers);
 std::vector<PeerInfo> decodeWelcome(const std::vector<uint8_t>& p);
 std::vector<uint8_t> encodeStatus(const StatusMsg& s);
 StatusMsg decodeStatus(const std::vector<uint8_t>& p);
+// kExchanged: [u32 n] then n times [u32 length][bytes]; decoding checks n and every length.
+std::vector<uint8_t> encodeExchanged(const std::vector<std::string>& blobs);
+std::vector<std::string> decodeExchanged(const std::vector<uint8_t>& p, int nranks);
 
 }  // namespace conflux::bootstrap

@@ -77,7 +77,7 @@ void PhasedCollective::checkMailboxes(const Context& ctx) const {
   for (int r = 0; r < ctx.size(); ++r) {
     const Mailbox& box = ctx.mailbox(r, desc_.seq);
     if (box.seq.load(std::memory_order_acquire) == desc_.seq && !(box.call == desc_)) {
-      throwMismatch(ctx.rank(), desc_, r, box.call);
+      throwMismatch(ctx.commRank(ctx.rank()), desc_, ctx.commRank(r), box.call);
     }
   }
 }

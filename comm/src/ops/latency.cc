@@ -47,7 +47,7 @@ class MailboxOp : public Op {
     for (; next_ < n; ++next_) {
       const Mailbox& box = ctx.mailbox(next_, seq_);
       if (box.seq.load(std::memory_order_acquire) != seq_) return moved;
-      if (!(box.call == call_)) throwMismatch(ctx.rank(), call_, next_, box.call);
+      if (!(box.call == call_)) throwMismatch(ctx.commRank(ctx.rank()), call_, ctx.commRank(next_), box.call);
     }
     consume(ctx);
     done_ = true;

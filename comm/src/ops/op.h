@@ -19,7 +19,7 @@ class Op {
   virtual bool done() const = 0;
   // What the operation is waiting for, for timeout messages.
   virtual std::string describe(const Context& ctx) const = 0;
-  // The ranks whose progress this operation is blocked on now (checked for liveness).
+  // The local ranks whose progress this operation is blocked on now (checked for liveness).
   virtual void waitingOn(const Context& ctx, std::vector<int>& ranks) const = 0;
   // Point-to-point operations progress concurrently, one at a time per (peer, direction);
   // collectives run one after another in issue order.
@@ -47,7 +47,9 @@ OpDescriptor callDescriptor(const CollArgs& a);
 struct Tuning;
 // The operation for `args` on a communicator of `nranks` ranks, with its algorithm chosen by `tuning`.
 std::unique_ptr<Op> makeCollective(const CollArgs& args, const Tuning& tuning, int nranks);
-std::unique_ptr<Op> makeSend(const void* buf, size_t bytes, int peer);
-std::unique_ptr<Op> makeRecv(void* buf, size_t bytes, int peer);
+// Over the shared-memory channel to local rank `peer`; `reportPeer` is its communicator rank
+// when that differs (communicators spanning hosts).
+std::unique_ptr<Op> makeSend(const void* buf, size_t bytes, int peer, int reportPeer = -1);
+std::unique_ptr<Op> makeRecv(void* buf, size_t bytes, int peer, int reportPeer = -1);
 
 }  // namespace conflux

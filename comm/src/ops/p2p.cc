@@ -7,7 +7,7 @@ namespace {
 
 class SendOp : public Op {
  public:
-  SendOp(const void* buf, size_t bytes, int peer) : peer_(peer) {
+  SendOp(const void* buf, size_t bytes, int peer, int reportPeer) : peer_(peer), report_(reportPeer) {
     t_.data = static_cast<std::byte*>(const_cast<void*>(buf));
     t_.bytes = bytes;
   }
@@ -18,22 +18,23 @@ class SendOp : public Op {
   }
   bool done() const override { return t_.complete(); }
   std::string describe(const Context&) const override {
-    return "Send to rank " + std::to_string(peer_) + " (" + std::to_string(t_.done) + "/" + std::to_string(t_.bytes) +
+    return "Send to rank " + std::to_string(report_) + " (" + std::to_string(t_.done) + "/" + std::to_string(t_.bytes) +
            " bytes consumed)";
   }
   void waitingOn(const Context&, std::vector<int>& ranks) const override { ranks.push_back(peer_); }
   bool isPointToPoint() const override { return true; }
-  int peer() const override { return peer_; }
+  int peer() const override { return report_; }
   bool isSend() const override { return true; }
 
  private:
-  int peer_;
+  int peer_;    // local rank: the channel
+  int report_;  // communicator rank, for messages and the executor's per-peer ordering
   shm::Channel::Transfer t_;
 };
 
 class RecvOp : public Op {
  public:
-  RecvOp(void* buf, size_t bytes, int peer) : peer_(peer) {
+  RecvOp(void* buf, size_t bytes, int peer, int reportPeer) : peer_(peer), report_(reportPeer) {
     t_.data = static_cast<std::byte*>(buf);
     t_.bytes = bytes;
   }
@@ -44,21 +45,26 @@ class RecvOp : public Op {
   }
   bool done() const override { return t_.complete(); }
   std::string describe(const Context&) const override {
-    return "Recv from rank " + std::to_string(peer_) + " (" + std::to_string(t_.done) + "/" +
+    return "Recv from rank " + std::to_string(report_) + " (" + std::to_string(t_.done) + "/" +
            std::to_string(t_.bytes) + " bytes received)";
   }
   void waitingOn(const Context&, std::vector<int>& ranks) const override { ranks.push_back(peer_); }
   bool isPointToPoint() const override { return true; }
-  int peer() const override { return peer_; }
+  int peer() const override { return report_; }
 
  private:
-  int peer_;
+  int peer_;    // local rank: the channel
+  int report_;  // communicator rank, for messages and the executor's per-peer ordering
   shm::Channel::Transfer t_;
 };
 
 }  // namespace
 
-std::unique_ptr<Op> makeSend(const void* buf, size_t bytes, int peer) { return std::make_unique<SendOp>(buf, bytes, peer); }
-std::unique_ptr<Op> makeRecv(void* buf, size_t bytes, int peer) { return std::make_unique<RecvOp>(buf, bytes, peer); }
+std::unique_ptr<Op> makeSend(const void* buf, size_t bytes, int peer, int reportPeer) {
+  return std::make_unique<SendOp>(buf, bytes, peer, reportPeer < 0 ? peer : reportPeer);
+}
+std::unique_ptr<Op> makeRecv(void* buf, size_t bytes, int peer, int reportPeer) {
+  return std::make_unique<RecvOp>(buf, bytes, peer, reportPeer < 0 ? peer : reportPeer);
+}
 
 }  // namespace conflux

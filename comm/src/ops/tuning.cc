@@ -16,6 +16,16 @@ const char* algoName(Algo a) {
   }
 }
 
+const char* netAlgoName(NetAlgo a) {
+  switch (a) {
+    case NetAlgo::kRing: return "ring";
+    case NetAlgo::kTree: return "tree";
+    case NetAlgo::kHalvingDoubling: return "rhd";
+    case NetAlgo::kFlat: return "flat";
+    default: return "auto";
+  }
+}
+
 Tuning Tuning::fromEnv(int localRanks) {
   Tuning t;
   std::string algo = env::getString("CFX_ALGO");
@@ -25,8 +35,18 @@ Tuning Tuning::fromEnv(int localRanks) {
     t.forced = Algo::kRsag;
   } else if (algo == "mailbox") {
     t.forced = Algo::kMailbox;
+  } else if (algo == "ring") {
+    t.net = NetAlgo::kRing;
+  } else if (algo == "tree") {
+    t.net = NetAlgo::kTree;
+  } else if (algo == "rhd") {
+    t.net = NetAlgo::kHalvingDoubling;
+  } else if (algo == "flat") {
+    t.net = NetAlgo::kFlat;
   } else if (!algo.empty() && algo != "auto") {
-    throw Error(Status::kInvalidArgument, "CFX_ALGO='" + algo + "': expected auto, mailbox, direct or rsag");
+    throw Error(Status::kInvalidArgument,
+                "CFX_ALGO='" + algo + "': expected auto, mailbox, direct, rsag (one host) or ring, tree, rhd, flat "
+                "(between hosts)");
   }
   int64_t max = env::getInt("CFX_DIRECT_MAX_BYTES");
   if (max < 0) throw Error(Status::kInvalidArgument, "CFX_DIRECT_MAX_BYTES must be >= 0");

@@ -20,11 +20,15 @@
 namespace conflux {
 
 enum class Algo { kAuto, kDirect, kRsag, kMailbox };
+// Between hosts (comm/src/hier/net_tuning.h): ring, double binary tree, halving-doubling, or a
+// flat host-ordered ring over all ranks with no shared-memory phase (the baseline it beats).
+enum class NetAlgo { kAuto, kRing, kTree, kHalvingDoubling, kFlat };
 
 inline constexpr size_t kDirectMaxDefault = 16 << 10;
 
 struct Tuning {
   Algo forced = Algo::kAuto;
+  NetAlgo net = NetAlgo::kAuto;  // CFX_ALGO=ring|tree|rhd|flat
   size_t directMaxBytes = 0;  // 0: the built-in rule
   bool cma = false;           // single-copy AllGather/AlltoAll/Broadcast allowed (CFX_CMA)
   size_t cmaMinBytes = 0;     // from this many bytes (CFX_CMA_MIN_BYTES)
@@ -40,5 +44,6 @@ struct Tuning {
 };
 
 const char* algoName(Algo a);
+const char* netAlgoName(NetAlgo a);
 
 }  // namespace conflux

@@ -1,0 +1,109 @@
+// Building blocks of the collectives that span hosts.
+//
+// A NetSchedule is an operation made of steps: a step posts its network transfers together,
+// waits for all of them, then runs its local action (a reduction or a copy). The inter-host
+// algorithms (net_algos.h) only append steps, so they read as the algorithm's prose. A Sequence
+// chains operations: shared-memory phases inside the host and network schedules between hosts,
+// each starting when the previous one finished.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "hosts.h"
+#include "ops/op.h"
+#include "transport/net/transport.h"
+
+namespace conflux::hier {
+
+// What the inter-host operations reach: the transport and the host table.
+struct NetEnv {
+  net::Transport* transport = nullptr;
+  const HostMap* hosts = nullptr;
+  int rank = -1;
+};
+
+struct Xfer {
+  int peer;  // communicator rank
+  bool send;
+  void* buf;
+  size_t bytes;
+  int channel = net::kCollChannel;
+};
+
+struct Step {
+  std::vector<Xfer> xfers;
+  std::function<void()> then;  // runs once every transfer of the step finished
+};
+
+class NetSchedule final : public Op {
+ public:
+  NetSchedule(NetEnv env, std::string what, std::vector<Step> steps)
+      : env_(env), what_(std::move(what)), steps_(std::move(steps)) {}
+  bool progress(Context& ctx) override;
+  bool done() const override { return cur_ >= steps_.size(); }
+  std::string describe(const Context& ctx) const override;
+  void waitingOn(const Context&, std::vector<int>&) const override {}
+
+ private:
+  NetEnv env_;
+  std::string what_;
+  std::vector<Step> steps_;
+  size_t cur_ = 0;
+  bool posted_ = false;
+  std::vector<net::RequestPtr> reqs_;
+  uint64_t lastMoved_ = 0;
+};
+
+// Scratch memory owned by a collective for its lifetime (stable addresses).
+class Scratch {
+ public:
+  std::byte* get(size_t bytes) {
+    bufs_.push_back(std::make_unique<std::byte[]>(bytes == 0 ? 1 : bytes));
+    return bufs_.back().get();
+  }
+
+ private:
+  std::vector<std::unique_ptr<std::byte[]>> bufs_;
+};
+
+class Sequence final : public Op {
+ public:
+  Sequence() = default;
+  void add(std::unique_ptr<Op> op) { stages_.push_back(std::move(op)); }
+  Scratch& scratch() { return scratch_; }
+  bool progress(Context& ctx) override;
+  bool done() const override { return cur_ >= stages_.size(); }
+  std::string describe(const Context& ctx) const override;
+  void waitingOn(const Context& ctx, std::vector<int>& ranks) const override;
+
+ private:
+  Scratch scratch_;
+  std::vector<std::unique_ptr<Op>> stages_;
+  size_t cur_ = 0;
+};
+
+// Runs operations concurrently (the two trees of a double binary tree); done when all are.
+class Parallel final : public Op {
+ public:
+  void add(std::unique_ptr<Op> op) { ops_.push_back(std::move(op)); }
+  bool progress(Context& ctx) override;
+  bool done() const override;
+  std::string describe(const Context& ctx) const override;
+  void waitingOn(const Context&, std::vector<int>&) const override {}
+
+ private:
+  std::vector<std::unique_ptr<Op>> ops_;
+};
+
+// A local step with no communication (a copy or a scaling), as an operation.
+std::unique_ptr<Op> makeLocalAction(std::function<void()> action);
+
+// Point-to-point to a rank on another host.
+std::unique_ptr<Op> makeNetSend(NetEnv env, const void* buf, size_t bytes, int peer);
+std::unique_ptr<Op> makeNetRecv(NetEnv env, void* buf, size_t bytes, int peer);
+
+}  // namespace conflux::hier

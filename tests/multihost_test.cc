@@ -1,0 +1,231 @@
+// The suite across hosts: run by tests/netns/hosts.sh, which creates one network namespace per
+// host and sets CFX_TEST_HOSTS (ranks per host) and CFX_NET (tcp or ucx). Every collective x
+// datatype x op x count x placement against exact values, each inter-host algorithm forced,
+// send/recv between every pair, determinism, split, and failures (a rank killed on another host,
+// a host's link cut) that must become errors naming the peer within CFX_TIMEOUT plus a few
+// seconds.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "coll_case.h"
+#include "harness.h"
+
+namespace cfxtest {
+namespace {
+
+using C = CollKind;
+using Clock = std::chrono::steady_clock;
+
+constexpr size_t kLargeCount = (size_t{4} << 20) + 1;
+
+int ranksOrSkip() {
+  int n = layoutRanks();
+  if (n == 0 && !isRankProcess()) return 0;
+  return n;
+}
+
+#define REQUIRE_LAYOUT(n)                                                          \
+  const int n = ranksOrSkip();                                                     \
+  if (n == 0) GTEST_SKIP() << "no host layout (run through tests/netns/hosts.sh)"
+
+class MultiHostCollective : public ::testing::TestWithParam<C> {};
+
+TEST_P(MultiHostCollective, ExactResults) {
+  REQUIRE_LAYOUT(n);
+  C c = GetParam();
+  runRanks(n, [c](Rank& rk) {
+    runMatrix(rk, c);
+    for (bool inPlace : {false, true}) ASSERT_EQ(runCase(rk, c, cfxFloat32, cfxSum, kLargeCount, inPlace), "");
+    if (reduces(c)) ASSERT_EQ(runCase(rk, c, cfxBfloat16, cfxAvg, kLargeCount, false), "");
+  });
+}
+
+INSTANTIATE_TEST_SUITE_P(All, MultiHostCollective,
+                         ::testing::Values(C::kAllReduce, C::kReduce, C::kBroadcast, C::kAllGather, C::kReduceScatter,
+                                           C::kAlltoAll),
+                         [](const auto& info) { return std::string(collName(info.param)); });
+
+// Each inter-host algorithm forced, on every datatype and op, small and large.
+class ForcedNetAlgo : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(ForcedNetAlgo, AllReduceExact) {
+  REQUIRE_LAYOUT(n);
+  RunOptions o;
+  o.env = {std::string("CFX_ALGO=") + GetParam()};
+  const bool flat = std::string(GetParam()) == "flat";
+  runRanks(n, [flat](Rank& rk) {
+    if (!flat) {
+      runMatrix(rk, C::kAllReduce);
+    } else {
+      // A flat ring rounds every partial sum to the datatype at each hop (as NCCL's ring does), so
+      // fp8 averages of these inputs are not exact there; every other case is.
+      for (int t = 0; t < cfxNumTypes; ++t) {
+        for (cfxRedOp_t op : {cfxSum, cfxProd, cfxMax, cfxMin, cfxAvg}) {
+          if (op == cfxAvg && (t == cfxFloat8e4m3 || t == cfxFloat8e5m2)) continue;
+          for (size_t count : kSmallCounts) {
+            ASSERT_EQ(runCase(rk, C::kAllReduce, static_cast<cfxDataType_t>(t), op, count, count % 2 == 0), "");
+          }
+        }
+      }
+    }
+    for (size_t count : {size_t{1} << 20, kLargeCount}) {
+      for (bool inPlace : {false, true}) ASSERT_EQ(runCase(rk, C::kAllReduce, cfxFloat32, cfxSum, count, inPlace), "");
+    }
+  }, o);
+}
+
+INSTANTIATE_TEST_SUITE_P(Algos, ForcedNetAlgo, ::testing::Values("ring", "tree", "rhd", "flat"),
+                         [](const auto& info) { return std::string(info.param); });
+
+// Send/Recv between every ordered pair, in one group per rank (sizes differ per pair, so a
+// message delivered to the wrong receive is caught).
+TEST(MultiHostP2p, EveryPair) {
+  REQUIRE_LAYOUT(n);
+  runRanks(n, [](Rank& rk) {
+    const int n = rk.nranks, me = rk.rank;
+    auto bytesOf = [](int from, int to) { return static_cast<size_t>(1 + from * 131 + to * 977) * 1024 + from; };
+    std::vector<std::vector<uint8_t>> out(n), in(n);
+    CFX_ASSERT_OK(cfxGroupStart());
+    for (int p = 0; p < n; ++p) {
+      if (p == me) continue;
+      out[p].resize(bytesOf(me, p));
+      for (size_t i = 0; i < out[p].size(); ++i) out[p][i] = static_cast<uint8_t>(i * 7 + me * 13 + p);
+      in[p].resize(bytesOf(p, me));
+      CFX_ASSERT_OK(cfxSend(out[p].data(), out[p].size(), cfxUint8, p, rk.comm, nullptr));
+      CFX_ASSERT_OK(cfxRecv(in[p].data(), in[p].size(), cfxUint8, p, rk.comm, nullptr));
+    }
+    CFX_ASSERT_OK(cfxGroupEnd());
+    for (int p = 0; p < n; ++p) {
+      if (p == me) continue;
+      for (size_t i = 0; i < in[p].size(); ++i) {
+        ASSERT_EQ(in[p][i], static_cast<uint8_t>(i * 7 + p * 13 + me)) << "from rank " << p << " byte " << i;
+      }
+    }
+  });
+}
+
+// Inexact float sums: every rank gets the same bits, and so does a second run.
+TEST(MultiHostDeterminism, BitwiseIdentical) {
+  REQUIRE_LAYOUT(n);
+  runRanks(n, [](Rank& rk) {
+    for (const char* algo : {"auto"}) {
+      (void)algo;
+      for (size_t count : {size_t{1000}, size_t{3} << 20}) {
+        std::vector<float> x(count), r1(count), r2(count);
+        for (size_t i = 0; i < count; ++i) x[i] = 1.0f / static_cast<float>(1 + (i * 31 + rk.rank * 17) % 1009);
+        CFX_ASSERT_OK(cfxAllReduce(x.data(), r1.data(), count, cfxFloat32, cfxSum, rk.comm, nullptr));
+        CFX_ASSERT_OK(cfxAllReduce(x.data(), r2.data(), count, cfxFloat32, cfxSum, rk.comm, nullptr));
+        ASSERT_EQ(std::memcmp(r1.data(), r2.data(), count * 4), 0) << "run to run";
+        std::vector<float> all(count * rk.nranks);
+        CFX_ASSERT_OK(cfxAllGather(r1.data(), all.data(), count, cfxFloat32, rk.comm, nullptr));
+        for (int r = 0; r < rk.nranks; ++r) {
+          ASSERT_EQ(std::memcmp(all.data() + r * count, r1.data(), count * 4), 0) << "rank " << r << " differs";
+        }
+      }
+    }
+  });
+}
+
+// Split into communicators that span hosts (even/odd ranks) and one per host.
+TEST(MultiHostSplit, AcrossAndWithinHosts) {
+  REQUIRE_LAYOUT(n);
+  runRanks(n, [](Rank& rk) {
+    cfxComm_t parity = nullptr;
+    CFX_ASSERT_OK(cfxCommSplit(rk.comm, rk.rank % 2, rk.rank, &parity, nullptr));
+    int sz = 0, me = 0;
+    CFX_ASSERT_OK(cfxCommCount(parity, &sz));
+    CFX_ASSERT_OK(cfxCommUserRank(parity, &me));
+    std::vector<int32_t> v(4097, rk.rank), out(4097);
+    CFX_ASSERT_OK(cfxAllReduce(v.data(), out.data(), v.size(), cfxInt32, cfxSum, parity, nullptr));
+    int32_t expect = 0;
+    for (int r = rk.rank % 2; r < rk.nranks; r += 2) expect += r;
+    ASSERT_EQ(out[0], expect);
+    ASSERT_EQ(out[4096], expect);
+    CFX_ASSERT_OK(cfxCommDestroy(parity));
+  });
+}
+
+double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+// A rank on the last host is killed mid-AllReduce: every survivor fails within CFX_TIMEOUT + a
+// few seconds, with a message that names the victim.
+TEST(MultiHostFault, RankKilledOnAnotherHost) {
+  REQUIRE_LAYOUT(n);
+  const int victim = n - 1;
+  RunOptions o;
+  o.expectKilled = {victim};
+  o.env = {"CFX_TIMEOUT=10"};
+  runRanks(n, [victim](Rank& rk) {
+    const size_t count = 8 << 20;
+    std::vector<float> a(count, 1.0f), b(count);
+    CFX_ASSERT_OK(cfxAllReduce(a.data(), b.data(), 1024, cfxFloat32, cfxSum, rk.comm, nullptr));
+    if (rk.rank == victim) {
+      cfxStream_t s;
+      CFX_ASSERT_OK(cfxStreamCreate(&s));
+      for (int k = 0; k < 8; ++k) CFX_ASSERT_OK(cfxAllReduce(a.data(), b.data(), count, cfxFloat32, cfxSum, rk.comm, s));
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      raise(SIGKILL);
+    }
+    cfxResult_t r = cfxSuccess;
+    double secs = 0;
+    for (int k = 0; k < 8 && r == cfxSuccess; ++k) {
+      auto t0 = Clock::now();
+      r = cfxAllReduce(a.data(), b.data(), count, cfxFloat32, cfxSum, rk.comm, nullptr);
+      secs = since(t0);
+    }
+    EXPECT_NE(r, cfxSuccess);
+    EXPECT_LT(secs, 10.0 + 5.0);
+    std::string msg = cfxGetLastError(rk.comm);
+    EXPECT_NE(msg.find("rank " + std::to_string(victim)), std::string::npos) << msg;
+  }, o);
+}
+
+// The last host's link goes down mid-AllReduce (inside its namespace): no FIN, no reset, just
+// silence. Every rank fails within CFX_TIMEOUT + a few seconds instead of hanging.
+TEST(MultiHostFault, LinkCut) {
+  REQUIRE_LAYOUT(n);
+  auto hosts = testHosts();
+  if (hosts.back().netns == "-") GTEST_SKIP() << "needs network namespaces";
+  const int firstOnLast = n - hosts.back().ranks;
+  RunOptions o;
+  o.env = {"CFX_TIMEOUT=5"};
+  runRanks(n, [firstOnLast](Rank& rk) {
+    const size_t count = 8 << 20;
+    std::vector<float> a(count, 1.0f), b(count);
+    CFX_ASSERT_OK(cfxAllReduce(a.data(), b.data(), 1024, cfxFloat32, cfxSum, rk.comm, nullptr));
+    std::thread cutter;
+    if (rk.rank == firstOnLast) {
+      cutter = std::thread([] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(300));
+        if (std::system("ip link set cfx0 down") != 0) std::abort();
+      });
+    }
+    cfxResult_t r = cfxSuccess;
+    double secs = 0;
+    for (int k = 0; k < 200 && r == cfxSuccess; ++k) {
+      auto t0 = Clock::now();
+      r = cfxAllReduce(a.data(), b.data(), count, cfxFloat32, cfxSum, rk.comm, nullptr);
+      secs = since(t0);
+    }
+    if (cutter.joinable()) {
+      cutter.join();
+      // Restore the link for the tests that follow in the same namespaces.
+      EXPECT_EQ(std::system("ip link set cfx0 up"), 0);
+    }
+    EXPECT_NE(r, cfxSuccess);
+    EXPECT_LT(secs, 5.0 + 5.0);
+    std::string msg = cfxGetLastError(rk.comm);
+    EXPECT_NE(msg.find("rank "), std::string::npos) << msg;
+  }, o);
+}
+
+}  // namespace
+}  // namespace cfxtest

@@ -1,0 +1,88 @@
+// Pieces of the network layer that need no second host: interface filters (NCCL's syntax), the
+// TCP wire checks, the host table and the bootstrap's address exchange encoding.
+#include <gtest/gtest.h>
+
+#include "bootstrap/wire.h"
+#include "common/error.h"
+#include "hosts.h"
+#include "transport/net/ifaces.h"
+#include "transport/net/tcp_wire.h"
+
+namespace conflux {
+namespace {
+
+TEST(IfaceFilter, NcclSyntax) {
+  auto f = net::IfaceFilter::parse("eth,ib");
+  EXPECT_TRUE(f.matches("eth0"));
+  EXPECT_TRUE(f.matches("ib1"));
+  EXPECT_FALSE(f.matches("lo"));
+  auto ex = net::IfaceFilter::parse("^docker,lo");
+  EXPECT_FALSE(ex.matches("docker0"));
+  EXPECT_FALSE(ex.matches("lo"));
+  EXPECT_TRUE(ex.matches("eth0"));
+  auto exact = net::IfaceFilter::parse("=eth0");
+  EXPECT_TRUE(exact.matches("eth0"));
+  EXPECT_FALSE(exact.matches("eth01"));
+  auto notExact = net::IfaceFilter::parse("^=eth0");
+  EXPECT_FALSE(notExact.matches("eth0"));
+  EXPECT_TRUE(notExact.matches("eth01"));
+}
+
+TEST(IfaceFilter, DefaultSkipsLoopbackDockerVeth) {
+  std::vector<net::Iface> all = {{"lo", {}, true}, {"docker0", {}, false}, {"veth12", {}, false}, {"cfx0", {}, false}};
+  auto picked = net::selectInterfaces(all, net::IfaceFilter{});
+  ASSERT_EQ(picked.size(), 1u);
+  EXPECT_EQ(picked[0].name, "cfx0");
+  // Named explicitly, they are used.
+  picked = net::selectInterfaces(all, net::IfaceFilter::parse("veth"));
+  ASSERT_EQ(picked.size(), 1u);
+  EXPECT_EQ(picked[0].name, "veth12");
+  // Nothing but loopback: loopback (one host).
+  picked = net::selectInterfaces({{"lo", {}, true}}, net::IfaceFilter{});
+  ASSERT_EQ(picked.size(), 1u);
+}
+
+TEST(TcpWire, FrameAndHandshakeChecks) {
+  using namespace net::tcp;
+  FrameHeader h{kFrameMagic, kWireVersion, 0, 100, 0, 7, 0, 100};
+  EXPECT_EQ(checkFrame(h), "");
+  FrameHeader bad = h;
+  bad.magic ^= 1;
+  EXPECT_NE(checkFrame(bad), "");
+  bad = h;
+  bad.offset = 50;  // chunk runs past the message's end
+  EXPECT_NE(checkFrame(bad), "");
+  bad = h;
+  bad.chunkBytes = kMaxChunkBytes + 1;
+  bad.totalBytes = kMaxChunkBytes + 1;
+  EXPECT_NE(checkFrame(bad), "");
+  Handshake hs{kHandshakeMagic, kWireVersion, 0, 42, 1, 3, 0, 3};
+  EXPECT_EQ(checkHandshake(hs, 42, 3, 4, 3), "");
+  EXPECT_NE(checkHandshake(hs, 43, 3, 4, 3), "");  // another communicator
+  EXPECT_NE(checkHandshake(hs, 42, 2, 4, 3), "");  // addressed elsewhere
+  EXPECT_NE(checkHandshake(hs, 42, 3, 4, 2), "");  // CFX_NSOCKS differs
+  hs.from = 3;
+  EXPECT_NE(checkHandshake(hs, 42, 3, 4, 3), "");  // only lower ranks connect
+}
+
+TEST(HostMap, GroupsByIdentityInRankOrder) {
+  HostMap m = HostMap::build({"b", "a", "b", "c", "a"});
+  ASSERT_EQ(m.nhosts(), 3);
+  EXPECT_EQ(m.hostOf, (std::vector<int>{0, 1, 0, 2, 1}));
+  EXPECT_EQ(m.localRankOf, (std::vector<int>{0, 0, 1, 0, 1}));
+  EXPECT_EQ(m.ranksOn[1], (std::vector<int>{1, 4}));
+  EXPECT_FALSE(m.uniform());
+  EXPECT_TRUE(HostMap::build({"x", "y", "x", "y"}).uniform());
+}
+
+TEST(BootstrapExchange, EncodingIsChecked) {
+  std::vector<std::string> blobs = {"10.0.0.1:5000", "", std::string(bootstrap::kMaxExchangeBytes, 'x')};
+  auto enc = bootstrap::encodeExchanged(blobs);
+  EXPECT_EQ(bootstrap::decodeExchanged(enc, 3), blobs);
+  EXPECT_THROW(bootstrap::decodeExchanged(enc, 2), Error);  // wrong count
+  enc.pop_back();
+  EXPECT_THROW(bootstrap::decodeExchanged(enc, 3), Error);  // truncated
+}
+
+}  // namespace
+}  // namespace conflux

@@ -1,0 +1,183 @@
+// The pure rank arithmetic of the inter-host algorithms (comm/src/patterns), checked for every
+// size from 1 to 1024.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <set>
+#include <vector>
+
+#include "hier/hier_ops.h"
+#include "patterns/double_binary_tree.h"
+#include "patterns/halving_doubling.h"
+#include "patterns/ring.h"
+
+namespace conflux::patterns {
+namespace {
+
+// Every edge is seen from both ends, every rank but the root has a parent, and following parents
+// reaches the root (no cycle) within log2(n) + 2 hops.
+void checkTree(int n, int tree) {
+  int roots = 0;
+  for (int r = 0; r < n; ++r) {
+    TreeNode t = doubleBinaryTree(n, r, tree);
+    if (t.parent < 0) {
+      ++roots;
+    } else {
+      ASSERT_LT(t.parent, n);
+      TreeNode p = doubleBinaryTree(n, t.parent, tree);
+      ASSERT_TRUE(p.child0 == r || p.child1 == r) << "n=" << n << " tree " << tree << " rank " << r << " parent "
+                                                  << t.parent << " does not list it";
+    }
+    for (int c : {t.child0, t.child1}) {
+      if (c < 0) continue;
+      ASSERT_LT(c, n);
+      ASSERT_NE(c, r);
+      ASSERT_EQ(doubleBinaryTree(n, c, tree).parent, r) << "n=" << n << " tree " << tree << " child " << c;
+    }
+    ASSERT_NE(t.child0 >= 0 && t.child0 == t.child1, true);
+    int hops = 0, x = r;
+    while (doubleBinaryTree(n, x, tree).parent >= 0 && hops <= 40) {
+      x = doubleBinaryTree(n, x, tree).parent;
+      ++hops;
+    }
+    int lg = 0;
+    while ((1 << lg) < n) ++lg;
+    ASSERT_LE(hops, lg + 2) << "n=" << n << " rank " << r;
+  }
+  ASSERT_EQ(roots, 1) << "n=" << n << " tree " << tree;
+}
+
+TEST(DoubleBinaryTree, EdgesConsistentUpTo1024) {
+  for (int n = 1; n <= 1024; ++n) {
+    checkTree(n, 0);
+    checkTree(n, 1);
+  }
+}
+
+// The point of two trees: a rank that is interior in one is a leaf in the other (n >= 3).
+TEST(DoubleBinaryTree, InteriorInAtMostOneTree) {
+  for (int n = 3; n <= 1024; ++n) {
+    for (int r = 0; r < n; ++r) {
+      auto interior = [&](int t) {
+        TreeNode x = doubleBinaryTree(n, r, t);
+        return x.child0 >= 0 && x.child1 >= 0;
+      };
+      ASSERT_FALSE(interior(0) && interior(1)) << "n=" << n << " rank " << r;
+    }
+  }
+}
+
+// After m-1 reduce-scatter steps every block has passed through every member once, ending at its
+// owner; the all-gather then gives every member every block.
+TEST(Ring, ReduceScatterAndAllGatherCoverEveryBlock) {
+  for (int m = 1; m <= 64; ++m) {
+    Ring ring{m};
+    std::vector<std::set<int>> contributors(m);  // block -> members folded into the owner's copy
+    std::vector<std::vector<std::set<int>>> held(m, std::vector<std::set<int>>(m));
+    for (int i = 0; i < m; ++i) {
+      for (int b = 0; b < m; ++b) held[i][b] = {i};
+    }
+    for (int s = 0; s + 1 < m; ++s) {
+      auto before = held;
+      for (int i = 0; i < m; ++i) {
+        int next = ring.next(i);
+        ASSERT_EQ(ring.rsRecv(next, s), ring.rsSend(i, s));
+        int b = ring.rsSend(i, s);
+        held[next][b].insert(before[i][b].begin(), before[i][b].end());
+      }
+    }
+    for (int i = 0; i < m; ++i) ASSERT_EQ(static_cast<int>(held[i][ring.rsOwned(i)].size()), m) << "m=" << m;
+    std::vector<std::set<int>> has(m);
+    for (int i = 0; i < m; ++i) has[i] = {ring.rsOwned(i)};
+    for (int s = 0; s + 1 < m; ++s) {
+      auto before = has;
+      for (int i = 0; i < m; ++i) {
+        int next = ring.next(i);
+        ASSERT_TRUE(before[i].count(ring.agSend(i, s))) << "m=" << m << " sends a block it lacks";
+        ASSERT_EQ(ring.agRecv(next, s), ring.agSend(i, s));
+        has[next].insert(ring.agSend(i, s));
+      }
+    }
+    for (int i = 0; i < m; ++i) ASSERT_EQ(static_cast<int>(has[i].size()), m);
+  }
+}
+
+TEST(Ring, BlocksTileTheBuffer) {
+  for (size_t count : {size_t{0}, size_t{1}, size_t{7}, size_t{1000003}}) {
+    for (int m = 1; m <= 33; ++m) {
+      size_t total = 0;
+      for (int b = 0; b < m; ++b) {
+        ASSERT_EQ(blockLo(count, m, b), total);
+        total += blockLen(count, m, b);
+      }
+      ASSERT_EQ(total, count);
+    }
+  }
+}
+
+// Partners agree with each other, kept and sent ranges split the current range, and the final
+// ranges of the p virtual ranks tile the p blocks exactly once.
+TEST(HalvingDoubling, PlansAreConsistent) {
+  for (int m = 1; m <= 1024; ++m) {
+    std::vector<HdPlan> plans(m);
+    for (int i = 0; i < m; ++i) plans[i] = halvingDoubling(m, i);
+    int p = plans[0].p;
+    ASSERT_LE(p, m);
+    ASSERT_GT(2 * p, m);
+    std::vector<int> owner(p, -1);
+    int active = 0;
+    for (int i = 0; i < m; ++i) {
+      const HdPlan& pl = plans[i];
+      if (pl.foldPartner >= 0) {
+        ASSERT_EQ(plans[pl.foldPartner].foldPartner, i);
+      }
+      if (pl.vrank < 0) {
+        ASSERT_TRUE(pl.foldSender);
+        continue;
+      }
+      ++active;
+      ASSERT_EQ(hdMember(m, pl.vrank), i);
+      int lo = 0, hi = p;
+      for (size_t k = 0; k < pl.steps.size(); ++k) {
+        const HdStep& s = pl.steps[k];
+        const HdStep& t = plans[s.partner].steps.at(k);
+        ASSERT_EQ(t.partner, i) << "m=" << m;
+        ASSERT_EQ(s.keepLo, t.sendLo);
+        ASSERT_EQ(s.keepHi, t.sendHi);
+        ASSERT_EQ(std::min(s.keepLo, s.sendLo), lo);
+        ASSERT_EQ(std::max(s.keepHi, s.sendHi), hi);
+        lo = s.keepLo;
+        hi = s.keepHi;
+      }
+      ASSERT_EQ(hi - lo, 1);
+      ASSERT_EQ(owner[lo], -1) << "block owned twice";
+      owner[lo] = i;
+    }
+    ASSERT_EQ(active, p);
+  }
+}
+
+TEST(BinomialTree, ParentsReachZero) {
+  for (int n = 1; n <= 1024; ++n) {
+    for (int v = 1; v < n; ++v) {
+      int x = v, hops = 0;
+      while (x != 0 && hops < 12) {
+        x = binomialParent(n, x);
+        ++hops;
+      }
+      ASSERT_EQ(x, 0);
+    }
+  }
+}
+
+TEST(NetCostModel, ChoosesByScale) {
+  Tuning t;
+  EXPECT_EQ(hier::chooseNetAlgo(256 << 20, 2, t), NetAlgo::kRing);
+  EXPECT_EQ(hier::chooseNetAlgo(8, 500, t), NetAlgo::kTree);  // latency: log steps, no folding
+  EXPECT_EQ(hier::chooseNetAlgo(64 << 20, 512, t), NetAlgo::kHalvingDoubling);
+  t.net = NetAlgo::kTree;
+  EXPECT_EQ(hier::chooseNetAlgo(256 << 20, 2, t), NetAlgo::kTree);  // CFX_ALGO forces
+}
+
+}  // namespace
+}  // namespace conflux::patterns

@@ -1,0 +1,503 @@
+#include "transport/net/tcp.h"
+
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <poll.h>
+
+#include <algorithm>
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <map>
+#include <thread>
+
+#include "common/env.h"
+#include "common/log.h"
+#include "transport/net/tcp_wire.h"
+
+namespace conflux::net {
+
+namespace {
+
+using tcp::FrameHeader;
+
+constexpr size_t kMinChunk = 128 << 10;
+constexpr uint32_t kNoticeBytes = 512;  // an abort notice: why this rank failed
+constexpr size_t kMaxChunk = 1 << 20;
+
+// A send shared by its frames: complete when the last frame is written.
+struct SendMsg {
+  RequestPtr req;
+  size_t framesLeft = 0;
+};
+
+struct Frame {
+  FrameHeader hdr;
+  const std::byte* data;
+  std::shared_ptr<SendMsg> msg;
+  size_t sent = 0;  // of sizeof(hdr) + hdr.chunkBytes
+};
+
+struct RecvMsg {
+  RequestPtr req;
+  std::byte* buf;
+  size_t bytes;
+  size_t received = 0;
+};
+
+struct Conn {
+  int peer = -1;
+  bool control = false;  // the pair's control connection: carries only abort notices
+  Socket sock;
+  std::deque<Frame> out;
+  // Receive state: the header being read, then the payload.
+  FrameHeader hdr{};
+  size_t hdrRead = 0;
+  RecvMsg* target = nullptr;
+  size_t payloadRead = 0;
+  bool parked = false;
+  bool eof = false;
+};
+
+struct Peer {
+  std::vector<Conn*> conns;
+  Conn* control = nullptr;
+  std::vector<char> notice;  // an abort notice being read from the control connection
+  std::map<uint64_t, RecvMsg> recvs;  // posted, by sequence number
+  bool lost = false;
+  std::string lostWhy;
+};
+
+// A request handed from the poster to the progress thread.
+struct Post {
+  bool send;
+  int peer;
+  std::byte* buf;
+  size_t bytes;
+  uint64_t seq;
+  RequestPtr req;
+};
+
+class TcpTransport final : public Transport {
+ public:
+  TcpTransport(const TransportSetup& s, int nsocks) : setup_(s), nsocks_(nsocks) {
+    // One more connection per pair than data needs: the control connection, on which a failing
+    // rank tells its peers why before it closes the others.
+    auto socks = tcp::connectAll(s, nsocks + 1);
+    epfd_ = epoll_create1(EPOLL_CLOEXEC);
+    evfd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (epfd_ < 0 || evfd_ < 0) throwSystemError("epoll/eventfd", errno);
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.ptr = nullptr;
+    epoll_ctl(epfd_, EPOLL_CTL_ADD, evfd_, &ev);
+    sendSeq_.assign(static_cast<size_t>(s.nranks) * kChannels, 0);
+    recvSeq_.assign(static_cast<size_t>(s.nranks) * kChannels, 0);
+    for (auto& [p, list] : socks) {
+      for (size_t k = 0; k < list.size(); ++k) {
+        auto& sock = list[k];
+        auto c = std::make_unique<Conn>();
+        c->peer = p;
+        c->control = k + 1 == list.size();
+        c->sock = std::move(sock);
+        setNonBlocking(c->sock.fd(), true);
+        epoll_event e{};
+        e.events = EPOLLIN | EPOLLOUT | EPOLLET | EPOLLRDHUP;
+        e.data.ptr = c.get();
+        epoll_ctl(epfd_, EPOLL_CTL_ADD, c->sock.fd(), &e);
+        if (c->control) {
+          peers_[p].control = c.get();
+        } else {
+          peers_[p].conns.push_back(c.get());
+        }
+        conns_.push_back(std::move(c));
+      }
+    }
+    thread_ = std::thread([this] { run(); });
+  }
+
+  ~TcpTransport() override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+    }
+    kick();
+    thread_.join();
+    ::close(epfd_);
+    ::close(evfd_);
+  }
+
+  const char* name() const override { return "tcp"; }
+
+  RequestPtr postSend(int peer, int channel, const void* buf, size_t bytes) override {
+    return post(true, peer, channel, static_cast<std::byte*>(const_cast<void*>(buf)), bytes);
+  }
+  RequestPtr postRecv(int peer, int channel, void* buf, size_t bytes) override {
+    return post(false, peer, channel, static_cast<std::byte*>(buf), bytes);
+  }
+
+  // Synchronous: when it returns, the progress thread holds no pointer into user buffers.
+  void shutdown(const std::string& why) override {
+    std::unique_lock<std::mutex> lock(mu_);
+    if (shutdownWhy_.empty()) shutdownWhy_ = why.empty() ? "the communicator failed" : why;
+    lock.unlock();
+    kick();
+    lock.lock();
+    shutdownCv_.wait(lock, [&] { return shutdownDone_ || stopped_; });
+  }
+
+ private:
+  RequestPtr post(bool send, int peer, int channel, std::byte* buf, size_t bytes) {
+    auto req = std::make_shared<Request>();
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      size_t k = static_cast<size_t>(peer) * kChannels + channel;
+      // The channel rides in the sequence number's top bits.
+      uint64_t seq = (send ? sendSeq_[k]++ : recvSeq_[k]++) | (static_cast<uint64_t>(channel) << 56);
+      posts_.push_back(Post{send, peer, buf, bytes, seq, req});
+    }
+    kick();
+    return req;
+  }
+
+  void kick() {
+    uint64_t one = 1;
+    [[maybe_unused]] ssize_t n = ::write(evfd_, &one, sizeof(one));
+  }
+
+  // ---- progress thread ------------------------------------------------------------------------
+
+  void run() {
+    epoll_event events[64];
+    for (;;) {
+      int n = epoll_wait(epfd_, events, 64, 100);
+      changed_ = false;
+      if (!drainPosts()) break;
+      for (int i = 0; i < n; ++i) {
+        if (events[i].data.ptr == nullptr) continue;
+        Conn* c = static_cast<Conn*>(events[i].data.ptr);
+        if (peers_[c->peer].lost) continue;
+        if (c->control) {
+          readNotice(*c, false);
+          continue;
+        }
+        readConn(*c);
+        if (!peers_[c->peer].lost) writeConn(*c);
+      }
+      if (changed_ && setup_.wake) setup_.wake();
+    }
+    failAll("the transport was closed");
+    std::lock_guard<std::mutex> lock(mu_);
+    stopped_ = true;
+    shutdownCv_.notify_all();
+  }
+
+  // Takes new requests from posters. Returns false when the transport stops.
+  bool drainPosts() {
+    std::deque<Post> posts;
+    std::string why;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      uint64_t v;
+      [[maybe_unused]] ssize_t r = ::read(evfd_, &v, sizeof(v));
+      posts.swap(posts_);
+      if (stop_) return false;
+      why = shutdownWhy_;
+    }
+    if (!why.empty() && !shutDown_) {
+      shutDown_ = true;
+      for (auto& [p, peer] : peers_) {
+        if (!peer.lost) sendNotice(peer, why);
+      }
+      failAll(why);
+      std::lock_guard<std::mutex> lock(mu_);
+      shutdownDone_ = true;
+      shutdownCv_.notify_all();
+    }
+    for (auto& p : posts) {
+      Peer& peer = peers_[p.peer];
+      if (shutDown_ || peer.lost) {
+        p.req->fail(Status::kRemoteError, shutDown_ ? why : peer.lostWhy);
+        changed_ = true;
+        continue;
+      }
+      if (p.send) {
+        queueSend(peer, p);
+      } else {
+        peer.recvs.emplace(p.seq, RecvMsg{p.req, p.buf, p.bytes});
+        for (Conn* c : peer.conns) {
+          if (c->parked) {
+            c->parked = false;
+            readConn(*c);
+          }
+        }
+      }
+    }
+    return true;
+  }
+
+  void queueSend(Peer& peer, const Post& p) {
+    size_t chunk = std::clamp((p.bytes + nsocks_ - 1) / nsocks_, kMinChunk, kMaxChunk);
+    size_t frames = p.bytes == 0 ? 1 : (p.bytes + chunk - 1) / chunk;
+    auto msg = std::make_shared<SendMsg>(SendMsg{p.req, frames});
+    for (size_t i = 0; i < frames; ++i) {
+      Frame f{};
+      size_t off = i * chunk;
+      f.hdr = FrameHeader{tcp::kFrameMagic, tcp::kWireVersion, 0,
+                          static_cast<uint32_t>(std::min(chunk, p.bytes - std::min(off, p.bytes))), 0, p.seq, off,
+                          p.bytes};
+      f.data = p.buf + off;
+      f.msg = msg;
+      Conn* c = peer.conns[(p.seq + i) % peer.conns.size()];
+      c->out.push_back(f);
+    }
+    for (Conn* c : peer.conns) writeConn(*c);
+  }
+
+  void writeConn(Conn& c) {
+    while (!c.out.empty()) {
+      Frame& f = c.out.front();
+      const size_t total = sizeof(FrameHeader) + f.hdr.chunkBytes;
+      iovec iov[2];
+      int n = 0;
+      if (f.sent < sizeof(FrameHeader)) {
+        iov[n++] = {reinterpret_cast<char*>(&f.hdr) + f.sent, sizeof(FrameHeader) - f.sent};
+        if (f.hdr.chunkBytes > 0) iov[n++] = {const_cast<std::byte*>(f.data), f.hdr.chunkBytes};
+      } else {
+        size_t done = f.sent - sizeof(FrameHeader);
+        iov[n++] = {const_cast<std::byte*>(f.data) + done, f.hdr.chunkBytes - done};
+      }
+      msghdr mh{};
+      mh.msg_iov = iov;
+      mh.msg_iovlen = n;
+      ssize_t w = ::sendmsg(c.sock.fd(), &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+      if (w < 0) {
+        if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return;
+        lose(c.peer, std::string("send failed: ") + std::strerror(errno));
+        return;
+      }
+      size_t before = f.sent;
+      f.sent += static_cast<size_t>(w);
+      size_t payloadBefore = before > sizeof(FrameHeader) ? before - sizeof(FrameHeader) : 0;
+      size_t payloadNow = f.sent > sizeof(FrameHeader) ? f.sent - sizeof(FrameHeader) : 0;
+      f.msg->req->addMoved(payloadNow - payloadBefore);
+      changed_ = true;
+      if (f.sent < total) return;
+      if (--f.msg->framesLeft == 0) f.msg->req->complete();
+      c.out.pop_front();
+    }
+  }
+
+  void readConn(Conn& c) {
+    Peer& peer = peers_[c.peer];
+    while (!peer.lost && !c.parked && !c.eof) {
+      if (c.hdrRead < sizeof(FrameHeader)) {
+        ssize_t r = ::recv(c.sock.fd(), reinterpret_cast<char*>(&c.hdr) + c.hdrRead, sizeof(FrameHeader) - c.hdrRead,
+                           MSG_DONTWAIT);
+        if (!handleRead(c, r)) return;
+        c.hdrRead += static_cast<size_t>(r);
+        if (c.hdrRead < sizeof(FrameHeader)) continue;
+      }
+      if (c.target == nullptr) {  // a complete header, not yet bound to its receive
+        if (!startFrame(c) || c.parked) return;
+      }
+      size_t left = c.hdr.chunkBytes - c.payloadRead;
+      if (left > 0) {
+        ssize_t r = ::recv(c.sock.fd(), c.target->buf + c.hdr.offset + c.payloadRead, left, MSG_DONTWAIT);
+        if (!handleRead(c, r)) return;
+        c.payloadRead += static_cast<size_t>(r);
+        c.target->req->addMoved(static_cast<uint64_t>(r));
+        changed_ = true;
+        if (c.payloadRead < c.hdr.chunkBytes) continue;
+      }
+      finishFrame(c);
+    }
+  }
+
+  // Interprets a recv() result: true if bytes arrived.
+  bool handleRead(Conn& c, ssize_t r) {
+    if (r > 0) return true;
+    if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return false;
+    if (r < 0) {
+      lose(c.peer, std::string("connection reset: ") + std::strerror(errno));
+      return false;
+    }
+    c.eof = true;
+    Peer& peer = peers_[c.peer];
+    bool allEof = std::all_of(peer.conns.begin(), peer.conns.end(), [](Conn* x) { return x->eof; });
+    if (allEof || c.hdrRead > 0) lose(c.peer, "connection closed by the peer (it exited or failed)");
+    return false;
+  }
+
+  // A full header arrived: check it and bind it to its posted receive (or park the connection).
+  bool startFrame(Conn& c) {
+    Peer& peer = peers_[c.peer];
+    std::string bad = tcp::checkFrame(c.hdr);
+    if (!bad.empty()) {
+      lose(c.peer, "protocol error: " + bad);
+      return false;
+    }
+    auto it = peer.recvs.find(c.hdr.seq);
+    if (it == peer.recvs.end()) {
+      c.parked = true;  // the receive is not posted yet: leave the data in the kernel
+      return true;
+    }
+    RecvMsg& m = it->second;
+    if (c.hdr.totalBytes != m.bytes) {
+      m.req->fail(Status::kInvalidUsage, setup_.describeRank(c.peer) + " sent a message of " +
+                                             std::to_string(c.hdr.totalBytes) + " bytes, but the matching receive on " +
+                                             setup_.describeRank(setup_.rank) + " expects " + std::to_string(m.bytes) +
+                                             " bytes (mismatched calls)");
+      lose(c.peer, "mismatched message size");
+      return false;
+    }
+    c.target = &m;
+    c.payloadRead = 0;
+    return true;
+  }
+
+  void finishFrame(Conn& c) {
+    Peer& peer = peers_[c.peer];
+    RecvMsg* m = c.target;
+    m->received += c.hdr.chunkBytes;
+    if (m->received >= m->bytes) {
+      m->req->complete();
+      changed_ = true;
+      peer.recvs.erase(c.hdr.seq);
+    }
+    c.target = nullptr;
+    c.hdrRead = 0;
+    c.payloadRead = 0;
+  }
+
+  // Writes "why" on the peer's control connection (bounded wait; it is otherwise idle, so the
+  // notice normally goes out at once).
+  void sendNotice(Peer& peer, const std::string& why) {
+    if (peer.control == nullptr || !peer.control->sock.valid()) return;
+    std::vector<char> buf(sizeof(FrameHeader) + kNoticeBytes, 0);
+    FrameHeader h{tcp::kFrameMagic, tcp::kWireVersion, 0, kNoticeBytes, 0, 0, 0, kNoticeBytes};
+    std::memcpy(buf.data(), &h, sizeof(h));
+    std::memcpy(buf.data() + sizeof(h), why.data(), std::min<size_t>(why.size(), kNoticeBytes - 1));
+    try {
+      setNonBlocking(peer.control->sock.fd(), false);
+      peer.control->sock.sendAll(buf.data(), buf.size(), Clock::now() + std::chrono::milliseconds(200));
+    } catch (const Error&) {
+      // The peer is gone too; nothing to tell.
+    }
+  }
+
+  // Reads an abort notice from a control connection; `wait`: give one that is on its way a
+  // moment to arrive (the connection that failed may have been closed after the notice was sent).
+  // Returns whether the peer was lost because of a notice.
+  bool readNotice(Conn& c, bool wait) {
+    Peer& peer = peers_[c.peer];
+    const size_t want = sizeof(FrameHeader) + kNoticeBytes;
+    auto deadline = Clock::now() + std::chrono::milliseconds(wait ? 100 : 0);
+    for (;;) {
+      char buf[4096];
+      ssize_t r = ::recv(c.sock.fd(), buf, std::min(sizeof(buf), want - peer.notice.size()), MSG_DONTWAIT);
+      if (r > 0) {
+        peer.notice.insert(peer.notice.end(), buf, buf + r);
+        if (peer.notice.size() < want) continue;
+        FrameHeader h;
+        std::memcpy(&h, peer.notice.data(), sizeof(h));
+        std::string msg = tcp::checkFrame(h).empty() && h.chunkBytes == kNoticeBytes
+                              ? std::string(peer.notice.data() + sizeof(h), strnlen(peer.notice.data() + sizeof(h), kNoticeBytes))
+                              : std::string("(malformed notice)");
+        loseWith(c.peer, setup_.describeRank(c.peer) + " failed: " + msg);
+        return true;
+      }
+      if (r == 0 || (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
+        // A peer that finished closes this too: only the data connections decide it is lost.
+        if (!c.eof) epoll_ctl(epfd_, EPOLL_CTL_DEL, c.sock.fd(), nullptr);
+        c.eof = true;
+        return false;
+      }
+      if (Clock::now() >= deadline) return false;
+      pollfd pf{c.sock.fd(), POLLIN, 0};
+      ::poll(&pf, 1, 10);
+    }
+  }
+
+  void lose(int p, const std::string& why) {
+    Peer& peer = peers_[p];
+    if (peer.lost) return;
+    if (peer.control != nullptr && !peer.control->eof && readNotice(*peer.control, true)) return;
+    loseWith(p, "lost the connection to " + setup_.describeRank(p) + ": " + why);
+  }
+
+  void loseWith(int p, const std::string& why) {
+    Peer& peer = peers_[p];
+    if (peer.lost) return;
+    peer.lost = true;
+    peer.lostWhy = why;
+    logInfo("NET/TCP rank " + std::to_string(setup_.rank) + ": " + peer.lostWhy);
+    failPeer(peer, Status::kRemoteError, peer.lostWhy);
+  }
+
+  void failPeer(Peer& peer, Status s, const std::string& why) {
+    std::vector<Conn*> all = peer.conns;
+    if (peer.control != nullptr) all.push_back(peer.control);
+    for (Conn* c : all) {
+      for (auto& f : c->out) f.msg->req->fail(s, why);
+      c->out.clear();
+      c->target = nullptr;
+      if (c->sock.valid()) {
+        epoll_ctl(epfd_, EPOLL_CTL_DEL, c->sock.fd(), nullptr);
+        // FIN after what was written; closing with unread data would reset the connection and
+        // could destroy a notice still in flight.
+        ::shutdown(c->sock.fd(), SHUT_WR);
+      }
+    }
+    for (auto& [seq, m] : peer.recvs) m.req->fail(s, why);
+    peer.recvs.clear();
+    changed_ = true;
+  }
+
+  void failAll(const std::string& why) {
+    for (auto& [p, peer] : peers_) {
+      if (!peer.lost) {
+        peer.lost = true;
+        peer.lostWhy = why;
+      }
+      failPeer(peer, Status::kRemoteError, why);
+    }
+    if (setup_.wake) setup_.wake();
+  }
+
+  TransportSetup setup_;
+  int nsocks_;
+  int epfd_ = -1;
+  int evfd_ = -1;
+  std::vector<std::unique_ptr<Conn>> conns_;
+  std::map<int, Peer> peers_;  // progress thread only (after construction)
+  bool changed_ = false;
+  bool shutDown_ = false;
+
+  std::mutex mu_;  // guards the fields below
+  std::condition_variable shutdownCv_;
+  bool shutdownDone_ = false;
+  bool stopped_ = false;
+  std::deque<Post> posts_;
+  std::vector<uint64_t> sendSeq_, recvSeq_;
+  bool stop_ = false;
+  std::string shutdownWhy_;
+
+  std::thread thread_;
+};
+
+}  // namespace
+
+std::unique_ptr<Transport> createTcpTransport(const TransportSetup& setup) {
+  int64_t nsocks = env::getInt("CFX_NSOCKS");
+  if (nsocks < 1 || nsocks > 64) {
+    throw Error(Status::kInvalidArgument, "CFX_NSOCKS=" + std::to_string(nsocks) + " is out of range (1 to 64)");
+  }
+  return std::make_unique<TcpTransport>(setup, static_cast<int>(nsocks));
+}
+
+}  // namespace conflux::net

@@ -1,0 +1,52 @@
+// What the TCP transport puts on the wire, and its connection set-up (tcp_connect.cc).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "transport/net/transport.h"
+#include "transport/socket/socket.h"
+
+namespace conflux::net::tcp {
+
+inline constexpr uint32_t kHandshakeMagic = 0x43465848;  // "CFXH"
+inline constexpr uint32_t kFrameMagic = 0x43465846;      // "CFXF"
+inline constexpr uint16_t kWireVersion = 1;
+inline constexpr uint32_t kMaxChunkBytes = 4u << 20;     // a frame's payload bound
+
+struct Handshake {
+  uint32_t magic;
+  uint16_t version;
+  uint16_t reserved;
+  uint64_t commHash;
+  int32_t from;
+  int32_t to;
+  int32_t sockIndex;
+  int32_t nsocks;
+};
+static_assert(sizeof(Handshake) == 32);
+
+struct FrameHeader {
+  uint32_t magic;
+  uint16_t version;
+  uint16_t reserved;
+  uint32_t chunkBytes;
+  uint32_t reserved2;
+  uint64_t seq;         // the message's number in this direction of the pair
+  uint64_t offset;      // of this chunk within the message
+  uint64_t totalBytes;  // of the whole message
+};
+static_assert(sizeof(FrameHeader) == 40);
+
+// Checks a handshake received by `me`; returns "" or why it is refused.
+std::string checkHandshake(const Handshake& h, uint64_t commHash, int me, int nranks, int nsocks);
+// Checks a frame header's self-consistency; returns "" or what is wrong.
+std::string checkFrame(const FrameHeader& h);
+
+// Connects this rank to setup.peers with `nsocks` connections each. Returns the connected
+// (blocking) sockets by peer rank, ordered by socket index.
+std::map<int, std::vector<Socket>> connectAll(const TransportSetup& setup, int nsocks);
+
+}  // namespace conflux::net::tcp

@@ -1,0 +1,99 @@
+// The network transport interface: how ranks on different hosts move bytes. Shared memory has its
+// own channels (transport/shm); algorithms reach either through the communicator's links and
+// never name a transport.
+//
+// A transport is a set of connections to peers, addressed by rank, plus one progress thread that
+// owns them (epoll for TCP, the UCP worker for UCX). Callers post sends and receives; the progress
+// thread completes them and calls `wake` so a sleeping waiter re-checks. Messages between a pair
+// of ranks are matched in posting order within a channel: the k-th send from A to B on channel c
+// meets the k-th receive that B posted for A on channel c, and their sizes must agree (NCCL's
+// rule for send/recv). Channels keep independent streams apart (the two trees of a double
+// binary tree, user send/recv beside a collective).
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "common/error.h"
+
+namespace conflux::net {
+
+// One posted send or receive. Shared between the poster and the progress thread.
+class Request {
+ public:
+  enum class State : int { kPending = 0, kDone = 1, kFailed = 2 };
+
+  State state() const { return static_cast<State>(state_.load(std::memory_order_acquire)); }
+  bool finished() const { return state() != State::kPending; }
+  // Bytes moved so far (progress for the timeout clock).
+  uint64_t moved() const { return moved_.load(std::memory_order_relaxed); }
+  // Valid once state() == kFailed.
+  Status errorStatus() const { return status_; }
+  const std::string& errorMessage() const { return message_; }
+
+  // Progress-thread side.
+  void addMoved(uint64_t n) { moved_.fetch_add(n, std::memory_order_relaxed); }
+  void complete() {
+    int pending = static_cast<int>(State::kPending);
+    state_.compare_exchange_strong(pending, static_cast<int>(State::kDone), std::memory_order_acq_rel);
+  }
+  void fail(Status s, std::string m) {
+    if (finished()) return;
+    status_ = s;
+    message_ = std::move(m);
+    state_.store(static_cast<int>(State::kFailed), std::memory_order_release);
+  }
+
+ private:
+  std::atomic<int> state_{0};
+  std::atomic<uint64_t> moved_{0};
+  Status status_ = Status::kSuccess;
+  std::string message_;
+};
+using RequestPtr = std::shared_ptr<Request>;
+
+// Everything a transport needs from the communicator that creates it.
+struct TransportSetup {
+  int rank = 0;
+  int nranks = 0;
+  std::vector<int> peers;   // the ranks to connect to (never `rank`)
+  uint64_t commHash = 0;    // handshakes carry it, so stray connections are refused
+  std::chrono::milliseconds connectTimeout{120000};
+  // All-gather of fixed-size address blobs over the bootstrap (or the parent communicator):
+  // takes this rank's blob, returns every rank's, indexed by rank.
+  std::function<std::vector<std::string>(const std::string&)> exchange;
+  // Called by the progress thread after it completed or failed requests.
+  std::function<void()> wake;
+  // Describes a rank for messages ("rank 3 (host b, pid 42)").
+  std::function<std::string(int)> describeRank;
+};
+
+class Transport {
+ public:
+  virtual ~Transport() = default;
+  virtual const char* name() const = 0;
+  // Posts a message; `buf` must stay valid until the request finishes. A request to a peer whose
+  // connection was lost fails at once with kRemoteError.
+  virtual RequestPtr postSend(int peer, int channel, const void* buf, size_t bytes) = 0;
+  virtual RequestPtr postRecv(int peer, int channel, void* buf, size_t bytes) = 0;
+  // Fails every pending request with `why` and closes all connections, so the peers see the loss
+  // at once instead of waiting for their timeout. Idempotent; called when the communicator fails.
+  virtual void shutdown(const std::string& why) = 0;
+};
+
+inline constexpr int kChannels = 4;
+inline constexpr int kCollChannel = 0;  // collectives (and the first tree)
+inline constexpr int kTreeChannel = 1;  // the second tree of a double binary tree
+inline constexpr int kP2pChannel = 2;   // user send/recv
+
+// The largest address blob exchanged at set-up.
+inline constexpr size_t kMaxAddressBytes = 2048;
+
+}  // namespace conflux::net

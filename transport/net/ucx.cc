@@ -1,0 +1,443 @@
+#include "transport/net/ucx.h"
+
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <map>
+#include <thread>
+
+#include <ucp/api/ucp.h>
+
+#include "common/log.h"
+
+namespace conflux::net {
+
+namespace {
+
+constexpr int kRankBits = 24;
+constexpr int kNoticeChannel = 3;       // abort notices: why a rank failed
+constexpr size_t kNoticeBytes = 512;
+
+std::string ucsError(ucs_status_t s) { return ucs_status_string(s); }
+
+class UcxTransport;
+
+// One UCX operation in flight; owned by the transport until its callback ran.
+struct Op {
+  UcxTransport* self;
+  RequestPtr req;
+  int peer;
+  bool send;
+  size_t bytes;
+  void* ucxReq = nullptr;
+  bool notice = false;  // the internal receive of a peer's abort notice
+};
+
+struct Post {
+  bool send;
+  int peer;
+  void* buf;
+  size_t bytes;
+  uint64_t seq;
+  RequestPtr req;
+};
+
+class UcxTransport final : public Transport {
+ public:
+  explicit UcxTransport(const TransportSetup& s) : setup_(s) {
+    ucp_params_t params{};
+    params.field_mask = UCP_PARAM_FIELD_FEATURES;
+    params.features = UCP_FEATURE_TAG | UCP_FEATURE_WAKEUP;
+    ucp_config_t* cfg = nullptr;
+    check(ucp_config_read(nullptr, nullptr, &cfg), "ucp_config_read");
+    ucs_status_t st = ucp_init(&params, cfg, &ctx_);
+    ucp_config_release(cfg);
+    check(st, "ucp_init");
+    ucp_worker_params_t wp{};
+    wp.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
+    wp.thread_mode = UCS_THREAD_MODE_SINGLE;  // only the progress thread touches it
+    check(ucp_worker_create(ctx_, &wp, &worker_), "ucp_worker_create");
+    check(ucp_worker_get_efd(worker_, &workerFd_), "ucp_worker_get_efd");
+
+    ucp_address_t* addr = nullptr;
+    size_t len = 0;
+    check(ucp_worker_get_address(worker_, &addr, &len), "ucp_worker_get_address");
+    std::string mine(reinterpret_cast<const char*>(addr), len);
+    ucp_worker_release_address(worker_, addr);
+    if (mine.size() > kMaxAddressBytes) {
+      throw Error(Status::kSystemError, "NET/UCX: the worker address is " + std::to_string(mine.size()) +
+                                            " bytes, more than the " + std::to_string(kMaxAddressBytes) +
+                                            " the bootstrap carries (restrict UCX_TLS)");
+    }
+    std::vector<std::string> all = setup_.exchange(mine);
+    for (int p : setup_.peers) {
+      ucp_ep_params_t ep{};
+      ep.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
+                      UCP_EP_PARAM_FIELD_ERR_HANDLER;
+      ep.address = reinterpret_cast<const ucp_address_t*>(all.at(p).data());
+      ep.err_mode = UCP_ERR_HANDLING_MODE_PEER;
+      ep.err_handler.cb = &UcxTransport::onEndpointError;
+      ep.err_handler.arg = this;
+      ucp_ep_h h = nullptr;
+      check(ucp_ep_create(worker_, &ep, &h), "ucp_ep_create to rank " + std::to_string(p));
+      eps_[p] = h;
+      epPeer_[h] = p;
+    }
+    sendSeq_.assign(static_cast<size_t>(s.nranks) * kChannels, 0);
+    recvSeq_.assign(static_cast<size_t>(s.nranks) * kChannels, 0);
+    for (int p : setup_.peers) {
+      notices_[p].assign(kNoticeBytes, 0);
+      start(Post{false, p, notices_[p].data(), kNoticeBytes, tagSeq(kNoticeChannel, 0), std::make_shared<Request>()},
+            true);
+    }
+    evfd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    epfd_ = epoll_create1(EPOLL_CLOEXEC);
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    epoll_ctl(epfd_, EPOLL_CTL_ADD, evfd_, &ev);
+    epoll_ctl(epfd_, EPOLL_CTL_ADD, workerFd_, &ev);
+    thread_ = std::thread([this] { run(); });
+  }
+
+  ~UcxTransport() override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+    }
+    kick();
+    thread_.join();
+    ::close(epfd_);
+    ::close(evfd_);
+    ucp_worker_destroy(worker_);
+    ucp_cleanup(ctx_);
+  }
+
+  const char* name() const override { return "ucx"; }
+
+  RequestPtr postSend(int peer, int channel, const void* buf, size_t bytes) override {
+    return post(true, peer, channel, const_cast<void*>(buf), bytes);
+  }
+  RequestPtr postRecv(int peer, int channel, void* buf, size_t bytes) override {
+    return post(false, peer, channel, buf, bytes);
+  }
+
+  // Synchronous: when it returns, the progress thread holds no pointer into user buffers.
+  void shutdown(const std::string& why) override {
+    std::unique_lock<std::mutex> lock(mu_);
+    if (shutdownWhy_.empty()) shutdownWhy_ = why.empty() ? "the communicator failed" : why;
+    lock.unlock();
+    kick();
+    lock.lock();
+    shutdownCv_.wait(lock, [&] { return shutdownDone_ || stopped_; });
+  }
+
+ private:
+  static void check(ucs_status_t s, const std::string& what) {
+    if (s != UCS_OK) throw Error(Status::kSystemError, "NET/UCX: " + what + " failed: " + ucsError(s));
+  }
+
+  RequestPtr post(bool send, int peer, int channel, void* buf, size_t bytes) {
+    auto req = std::make_shared<Request>();
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      size_t k = static_cast<size_t>(peer) * kChannels + channel;
+      // Tag bits: channel (4) | sequence number (36) | sender rank (24).
+      uint64_t seq = tagSeq(channel, send ? sendSeq_[k]++ : recvSeq_[k]++);
+      posts_.push_back(Post{send, peer, buf, bytes, seq, req});
+    }
+    kick();
+    return req;
+  }
+
+  // Tag bits: channel (4) | sequence number (36) | sender rank (24).
+  static uint64_t tagSeq(int channel, uint64_t seq) {
+    return (seq & ((uint64_t{1} << 36) - 1)) | (static_cast<uint64_t>(channel) << 36);
+  }
+
+  void kick() {
+    uint64_t one = 1;
+    [[maybe_unused]] ssize_t n = ::write(evfd_, &one, sizeof(one));
+  }
+
+  // ---- progress thread ------------------------------------------------------------------------
+
+  void run() {
+    epoll_event events[4];
+    for (;;) {
+      if (!drainPosts()) break;
+      while (ucp_worker_progress(worker_) != 0) {
+      }
+      handleLosses();
+      if (changed_) {
+        changed_ = false;
+        if (setup_.wake) setup_.wake();
+      }
+      ucs_status_t st = ucp_worker_arm(worker_);
+      if (st == UCS_ERR_BUSY) continue;  // more events arrived: progress again
+      epoll_wait(epfd_, events, 4, 100);
+    }
+    closeAll();
+    std::lock_guard<std::mutex> lock(mu_);
+    stopped_ = true;
+    shutdownCv_.notify_all();
+  }
+
+  bool drainPosts() {
+    std::deque<Post> posts;
+    std::string why;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      uint64_t v;
+      [[maybe_unused]] ssize_t r = ::read(evfd_, &v, sizeof(v));
+      posts.swap(posts_);
+      if (stop_) return false;
+      why = shutdownWhy_;
+    }
+    if (!why.empty() && !shutDown_) {
+      shutDown_ = true;
+      sendNotices(why);
+      for (int p : setup_.peers) lose(p, why);
+      std::lock_guard<std::mutex> lock(mu_);
+      shutdownDone_ = true;
+      shutdownCv_.notify_all();
+    }
+    for (auto& p : posts) start(p);
+    return true;
+  }
+
+  // Tells every reachable peer why this rank fails (bounded wait), before endpoints close.
+  void sendNotices(const std::string& why) {
+    std::string& msg = noticeOut_;
+    msg = why.substr(0, kNoticeBytes - 1);
+    msg.resize(kNoticeBytes, '\0');
+    std::vector<RequestPtr> reqs;
+    for (int p : setup_.peers) {
+      if (lost_.count(p)) continue;
+      auto req = std::make_shared<Request>();
+      start(Post{true, p, msg.data(), kNoticeBytes, tagSeq(kNoticeChannel, 0), req});
+      reqs.push_back(req);
+    }
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(200);
+    while (std::chrono::steady_clock::now() < deadline) {
+      ucp_worker_progress(worker_);
+      bool pending = false;
+      for (auto& r : reqs) pending |= !r->finished();
+      if (!pending) break;
+    }
+  }
+
+  void start(const Post& p, bool notice = false) {
+    if (auto it = lost_.find(p.peer); it != lost_.end()) {
+      p.req->fail(Status::kRemoteError, it->second);
+      changed_ = true;
+      return;
+    }
+    auto* op = new Op{this, p.req, p.peer, p.send, p.bytes, nullptr, notice};
+    ucp_request_param_t prm{};
+    prm.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_DATATYPE |
+                       UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
+    prm.datatype = ucp_dt_make_contig(1);
+    prm.user_data = op;
+    ucp_tag_t tag = (p.seq << kRankBits) | static_cast<ucp_tag_t>(p.send ? setup_.rank : p.peer);
+    // The callback may run inside the call (a message already waiting): it must then find the
+    // operation registered, and must leave deleting it to us.
+    inflight_.emplace(op, p.peer);
+    starting_ = op;
+    startFinished_ = false;
+    ucs_status_ptr_t r;
+    if (p.send) {
+      prm.cb.send = &UcxTransport::onSend;
+      r = ucp_tag_send_nbx(eps_.at(p.peer), p.buf, p.bytes, tag, &prm);
+    } else {
+      prm.cb.recv = &UcxTransport::onRecv;
+      r = ucp_tag_recv_nbx(worker_, p.buf, p.bytes, tag, ~ucp_tag_t{0}, &prm);
+    }
+    starting_ = nullptr;
+    if (startFinished_) {
+      delete op;
+      return;
+    }
+    if (UCS_PTR_IS_ERR(r)) {
+      inflight_.erase(op);
+      p.req->fail(Status::kRemoteError, "NET/UCX: posting to " + setup_.describeRank(p.peer) + " failed: " +
+                                            ucsError(UCS_PTR_STATUS(r)));
+      delete op;
+      changed_ = true;
+      return;
+    }
+    op->ucxReq = r;
+  }
+
+  void finish(Op* op, ucs_status_t st, size_t length) {
+    if (op->notice) {
+      inflight_.erase(op);
+      if (op->ucxReq != nullptr) ucp_request_free(op->ucxReq);
+      if (st == UCS_OK) {
+        const std::string& buf = notices_[op->peer];
+        lose(op->peer, setup_.describeRank(op->peer) + " failed: " + std::string(buf.c_str()), true);
+      }
+      release(op);
+      return;
+    }
+    if (st == UCS_OK && !op->send && length != op->bytes) {
+      op->req->fail(Status::kInvalidUsage, setup_.describeRank(op->peer) + " sent a message of " +
+                                               std::to_string(length) + " bytes, but the matching receive expects " +
+                                               std::to_string(op->bytes) + " bytes (mismatched calls)");
+    } else if (st == UCS_ERR_MESSAGE_TRUNCATED) {
+      op->req->fail(Status::kInvalidUsage, setup_.describeRank(op->peer) +
+                                               " sent a message larger than the matching receive (" +
+                                               std::to_string(op->bytes) + " bytes; mismatched calls)");
+    } else if (st != UCS_OK) {
+      auto it = lost_.find(op->peer);
+      op->req->fail(Status::kRemoteError, it != lost_.end() ? it->second
+                                                             : "NET/UCX: transfer with " + setup_.describeRank(op->peer) +
+                                                                   " failed: " + ucsError(st));
+    } else {
+      op->req->addMoved(op->bytes);
+      op->req->complete();
+    }
+    changed_ = true;
+    inflight_.erase(op);
+    if (op->ucxReq != nullptr) ucp_request_free(op->ucxReq);
+    release(op);
+  }
+
+  void release(Op* op) {
+    if (op == starting_) {
+      startFinished_ = true;  // start() deletes it after the call returns
+    } else {
+      delete op;
+    }
+  }
+
+  static void onSend(void* request, ucs_status_t st, void* user) {
+    auto* op = static_cast<Op*>(user);
+    op->ucxReq = request;
+    op->self->finish(op, st, op->bytes);
+  }
+
+  static void onRecv(void* request, ucs_status_t st, const ucp_tag_recv_info_t* info, void* user) {
+    auto* op = static_cast<Op*>(user);
+    op->ucxReq = request;
+    op->self->finish(op, st, info != nullptr ? info->length : 0);
+  }
+
+  static void onEndpointError(void* arg, ucp_ep_h ep, ucs_status_t st) {
+    auto* self = static_cast<UcxTransport*>(arg);
+    auto it = self->epPeer_.find(ep);
+    if (it == self->epPeer_.end()) return;
+    self->pendingLoss_.emplace_back(it->second, "lost the connection to " + self->setup_.describeRank(it->second) +
+                                                    ": " + ucsError(st));
+  }
+
+  // Endpoint errors are handled outside UCX's callback: first give a notice on its way from that
+  // peer a moment to arrive, so the error names the rank that failed first.
+  void handleLosses() {
+    while (!pendingLoss_.empty()) {
+      auto [peer, why] = pendingLoss_.front();
+      pendingLoss_.erase(pendingLoss_.begin());
+      auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(100);
+      while (!lost_.count(peer) && std::chrono::steady_clock::now() < deadline) ucp_worker_progress(worker_);
+      lose(peer, why);
+    }
+  }
+
+  // Marks a peer lost and cancels its pending receives (sends on the failed endpoint complete
+  // with an error by themselves).
+  void lose(int peer, const std::string& why, bool fromNotice = false) {
+    (void)fromNotice;
+    if (lost_.count(peer)) return;
+    lost_[peer] = why;
+    logInfo("NET/UCX rank " + std::to_string(setup_.rank) + ": " + why);
+    std::vector<Op*> victims;
+    for (auto& [op, p] : inflight_) {
+      if (p == peer && !op->notice) victims.push_back(op);
+    }
+    for (Op* op : victims) op->req->fail(Status::kRemoteError, why);
+    for (Op* op : victims) {
+      if (!op->send && inflight_.count(op)) ucp_request_cancel(worker_, op->ucxReq);
+    }
+    if (auto e = eps_.find(peer); e != eps_.end()) {
+      // Force-close: a failed endpoint cannot be flushed.
+      ucp_request_param_t prm{};
+      prm.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+      prm.flags = UCP_EP_CLOSE_FLAG_FORCE;
+      ucs_status_ptr_t r = ucp_ep_close_nbx(e->second, &prm);
+      if (r != nullptr && !UCS_PTR_IS_ERR(r)) closing_.push_back(r);
+      epPeer_.erase(e->second);
+      eps_.erase(e);
+    }
+    changed_ = true;
+  }
+
+  // Normal teardown: flush-close every endpoint (bounded), then cancel what is left.
+  void closeAll() {
+    std::vector<Op*> recvs;  // cancelling may run the callback, which edits inflight_
+    for (auto& [op, p] : inflight_) {
+      if (!op->send) recvs.push_back(op);
+    }
+    for (Op* op : recvs) ucp_request_cancel(worker_, op->ucxReq);
+    for (auto& [p, ep] : eps_) {
+      ucp_request_param_t prm{};
+      ucs_status_ptr_t r = ucp_ep_close_nbx(ep, &prm);
+      if (r != nullptr && !UCS_PTR_IS_ERR(r)) closing_.push_back(r);
+    }
+    eps_.clear();
+    epPeer_.clear();
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (std::chrono::steady_clock::now() < deadline) {
+      ucp_worker_progress(worker_);
+      bool pending = false;
+      for (void* r : closing_) pending |= ucp_request_check_status(r) == UCS_INPROGRESS;
+      if (!pending && inflight_.empty()) break;
+    }
+    for (void* r : closing_) ucp_request_free(r);
+    closing_.clear();
+    for (auto& [op, p] : inflight_) op->req->fail(Status::kRemoteError, "the transport was closed");
+    if (setup_.wake) setup_.wake();
+  }
+
+  TransportSetup setup_;
+  ucp_context_h ctx_ = nullptr;
+  ucp_worker_h worker_ = nullptr;
+  int workerFd_ = -1;
+  int evfd_ = -1;
+  int epfd_ = -1;
+  std::map<int, ucp_ep_h> eps_;        // progress thread only, after construction
+  std::map<ucp_ep_h, int> epPeer_;
+  std::map<Op*, int> inflight_;
+  std::map<int, std::string> lost_;
+  std::vector<void*> closing_;
+  Op* starting_ = nullptr;
+  bool startFinished_ = false;
+  std::map<int, std::string> notices_;
+  std::string noticeOut_;  // receive buffers for the peers' abort notices
+  std::vector<std::pair<int, std::string>> pendingLoss_;
+  bool changed_ = false;
+  bool shutDown_ = false;
+
+  std::mutex mu_;
+  std::condition_variable shutdownCv_;
+  bool shutdownDone_ = false;
+  bool stopped_ = false;
+  std::deque<Post> posts_;
+  std::vector<uint64_t> sendSeq_, recvSeq_;
+  bool stop_ = false;
+  std::string shutdownWhy_;
+
+  std::thread thread_;
+};
+
+}  // namespace
+
+bool ucxAvailable() { return true; }
+
+std::unique_ptr<Transport> createUcxTransport(const TransportSetup& setup) {
+  return std::make_unique<UcxTransport>(setup);
+}
+
+}  // namespace conflux::net
