@@ -173,7 +173,7 @@ TEST(BinomialTree, ParentsReachZero) {
 TEST(NetCostModel, ChoosesByScale) {
   Tuning t;
   EXPECT_EQ(hier::chooseNetAlgo(256 << 20, 2, t), NetAlgo::kRing);
-  EXPECT_EQ(hier::chooseNetAlgo(8, 500, t), NetAlgo::kTree);  // latency: log steps, no folding
+  EXPECT_EQ(hier::chooseNetAlgo(8, 500, t), NetAlgo::kTree);  // latency: log2 steps, few messages
   EXPECT_EQ(hier::chooseNetAlgo(64 << 20, 512, t), NetAlgo::kHalvingDoubling);
   t.net = NetAlgo::kTree;
   EXPECT_EQ(hier::chooseNetAlgo(256 << 20, 2, t), NetAlgo::kTree);  // CFX_ALGO forces

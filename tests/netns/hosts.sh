@@ -55,12 +55,20 @@ trap cleanup EXIT
 trap 'stop 130' INT
 trap 'stop 143' TERM
 
-shape() {  # namespace, device
+shape() {  # namespace, device: tbf for the rate, netem (where the kernel has it) for the delay
   [ -n "$rate$delay" ] || return 0
-  local args=()
-  [ -n "$delay" ] && args+=(delay "$delay")
-  [ -n "$rate" ] && args+=(rate "$rate")
-  ip netns exec "$1" tc qdisc add dev "$2" root netem "${args[@]}" limit 100000
+  local parent=root
+  if [ -n "$delay" ]; then
+    ip netns exec "$1" tc qdisc add dev "$2" root handle 1: netem delay "$delay" limit 100000 || {
+      echo "hosts.sh: --delay needs the kernel's sch_netem" >&2
+      return 1
+    }
+    parent="parent 1:"
+  fi
+  if [ -n "$rate" ]; then
+    # shellcheck disable=SC2086
+    ip netns exec "$1" tc qdisc add dev "$2" $parent handle 10: tbf rate "$rate" burst 512kb latency 50ms
+  fi
 }
 
 ip netns add "$switch"

@@ -1,5 +1,6 @@
 #include "hier/hier_ops.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "hier/net_algos.h"
@@ -121,16 +122,45 @@ class Builder {
     const bool hfreduce = p_.hosts.uniform() && L > 1 && n * es_ >= kHfreduceMinBytes;
     const size_t s = hfreduce ? n / L : 0;
     if (s > 0) {
-      const size_t mine = static_cast<size_t>(p_.local) * s;
-      local(Coll::kReduceScatter, send(), recv() + mine * es_, s);
-      seq_->add(netAllReduce(p_.sameLocal(p_.local), recv() + mine * es_, s));
-      local(Coll::kAllGather, recv() + mine * es_, recv(), s);
+      // Pipelined by chunks of c elements per local rank: in-host phases in lane 0 (RS0, RS1, AG0,
+      // RS2, AG1, ...), network allreduces in lane 1, so the phases of neighbouring chunks overlap.
+      const size_t c = std::max<size_t>(kPipelineMinBytes / es_ / L, (s + kPipelineChunks - 1) / kPipelineChunks);
+      const size_t nchunks = (s + c - 1) / c;
+      auto lanes = std::make_unique<Lanes>();
+      const Group group = p_.sameLocal(p_.local);
+      int prevAr = -1;
+      for (size_t k = 0; k <= nchunks; ++k) {
+        if (k < nchunks) {
+          const size_t len = std::min(c, s - k * c), base = k * c * L;  // chunk k: [base, base + len L)
+          std::byte* mine = recv() + (base + p_.local * len) * es_;
+          int rs = lanes->add(0, makeCollective(CollArgs{Coll::kReduceScatter, send() + base * es_, mine, len,
+                                                         a_.datatype, localOp_, -1},
+                                                *e_.tuning, L));
+          int ar = lanes->add(1, netAllReduce(group, mine, len), rs);
+          if (prevAr >= 0) addGather(*lanes, k - 1, c, s, prevAr);
+          prevAr = ar;
+        } else {
+          addGather(*lanes, k - 1, c, s, prevAr);
+        }
+      }
+      seq_->add(std::move(lanes));
     }
     const size_t off = s * L, rest = n - off;
     if (rest == 0 && s > 0) return;
     local(Coll::kReduce, send() + off * es_, recv() + off * es_, rest, 0);
     seq_->add(netAllReduce(p_.leaders(), recv() + off * es_, rest));
     local(Coll::kBroadcast, recv() + off * es_, recv() + off * es_, rest, 0);
+  }
+
+  // All-gather inside the host of pipelined chunk k, once its network allreduce `ar` finished.
+  void addGather(Lanes& lanes, size_t k, size_t c, size_t s, int ar) {
+    const int L = p_.localSize;
+    const size_t len = std::min(c, s - k * c), base = k * c * L;
+    std::byte* mine = recv() + (base + p_.local * len) * es_;
+    lanes.add(0,
+              makeCollective(CollArgs{Coll::kAllGather, mine, recv() + base * es_, len, a_.datatype, localOp_, -1},
+                             *e_.tuning, L),
+              ar);
   }
 
   // Reduce: inside each host to its leader (the root on the root's host), then a binomial tree
@@ -281,6 +311,8 @@ class Builder {
   }
 
   static constexpr size_t kHfreduceMinBytes = 32 << 10;
+  static constexpr size_t kPipelineChunks = 8;            // chunks per AllReduce at most ...
+  static constexpr size_t kPipelineMinBytes = 4 << 20;    // ... of at least this many bytes each
 
   CollArgs a_;
   HierEnv e_;

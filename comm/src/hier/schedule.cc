@@ -93,6 +93,45 @@ std::string Parallel::describe(const Context& ctx) const {
   return s;
 }
 
+int Lanes::add(int lane, std::unique_ptr<Op> op, int after) {
+  lanes_[lane].push_back(Item{std::move(op), after});
+  return static_cast<int>(lanes_[lane].size()) - 1;
+}
+
+bool Lanes::progress(Context& ctx) {
+  bool moved = false;
+  for (bool again = true; again;) {
+    again = false;
+    for (int l = 0; l < 2; ++l) {
+      while (cur_[l] < lanes_[l].size()) {
+        Item& it = lanes_[l][cur_[l]];
+        if (it.after >= 0 && cur_[1 - l] <= static_cast<size_t>(it.after)) break;  // dependency pending
+        moved |= it.op->progress(ctx);
+        if (!it.op->done()) break;
+        ++cur_[l];
+        moved = again = true;
+      }
+    }
+  }
+  return moved;
+}
+
+bool Lanes::done() const { return cur_[0] >= lanes_[0].size() && cur_[1] >= lanes_[1].size(); }
+
+std::string Lanes::describe(const Context& ctx) const {
+  std::string s;
+  for (int l = 0; l < 2; ++l) {
+    if (cur_[l] >= lanes_[l].size()) continue;
+    s += (s.empty() ? "" : "; ") + std::string(l == 0 ? "in-host " : "network ") + std::to_string(cur_[l] + 1) + "/" +
+         std::to_string(lanes_[l].size()) + ": " + lanes_[l][cur_[l]].op->describe(ctx);
+  }
+  return s;
+}
+
+void Lanes::waitingOn(const Context& ctx, std::vector<int>& ranks) const {
+  if (cur_[0] < lanes_[0].size()) lanes_[0][cur_[0]].op->waitingOn(ctx, ranks);
+}
+
 namespace {
 
 class LocalAction final : public Op {

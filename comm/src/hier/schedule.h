@@ -99,6 +99,30 @@ class Parallel final : public Op {
   std::vector<std::unique_ptr<Op>> ops_;
 };
 
+// Two lanes of operations that overlap: each lane runs its operations in order, and an
+// operation may wait for one of the other lane to finish first. The hierarchical AllReduce runs
+// shared-memory phases in one lane and network schedules in the other, so chunk k crosses the
+// network while chunk k+1 is reduced inside the host. Each lane's order is the same on every
+// rank, so shared-memory phases and network messages still match.
+class Lanes final : public Op {
+ public:
+  // Appends `op` to `lane` (0 or 1); it starts once operation `after` of the other lane finished
+  // (-1: no dependency). Returns its index in the lane.
+  int add(int lane, std::unique_ptr<Op> op, int after = -1);
+  bool progress(Context& ctx) override;
+  bool done() const override;
+  std::string describe(const Context& ctx) const override;
+  void waitingOn(const Context& ctx, std::vector<int>& ranks) const override;
+
+ private:
+  struct Item {
+    std::unique_ptr<Op> op;
+    int after;
+  };
+  std::vector<Item> lanes_[2];
+  size_t cur_[2] = {0, 0};
+};
+
 // A local step with no communication (a copy or a scaling), as an operation.
 std::unique_ptr<Op> makeLocalAction(std::function<void()> action);
 
