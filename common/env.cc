@@ -18,7 +18,7 @@ const std::vector<Variable>& registry() {
       {"CFX_SHM_P2P_BYTES", "8388608", "Total bytes of all point-to-point channels of one communicator."},
       {"CFX_SHM_DIR", "/dev/shm", "Where shared-memory segments are created (checked for free space)."},
       {"CFX_LIVENESS_MS", "200", "Milliseconds between checks that local peers are alive while waiting."},
-      {"CFX_ALGO", "auto", "Algorithm: auto, mailbox, direct or rsag (see comm/src/ops/tuning.h)."},
+      {"CFX_ALGO", "auto", "Algorithm: auto, mailbox, direct or rsag on one host (comm/src/ops/tuning.h); ring, tree, rhd or flat between hosts (docs/scaling.md)."},
       {"CFX_DIRECT_MAX_BYTES", "0", "Largest AllReduce/Reduce (bytes) that uses the direct algorithm; 0: built-in rule."},
       {"CFX_CMA", "auto", "Single-copy AllGather/AlltoAll/Broadcast through process_vm_readv: auto (when the host allows it), 1 or 0."},
       {"CFX_CMA_MIN_BYTES", "131072", "Smallest AllGather/AlltoAll/Broadcast (bytes of output) that uses the single copy."},

@@ -68,7 +68,7 @@ std::string PhasedCollective::describe(const Context& ctx) const {
                   std::to_string(phases_) + ")";
   if (barrier_ != 0) {
     s += ", ranks not yet arrived:";
-    for (int r : ctx.notArrived(barrier_)) s += " " + std::to_string(r);
+    for (int r : ctx.notArrived(barrier_)) s += " " + std::to_string(ctx.commRank(r));
   }
   return s;
 }

@@ -61,7 +61,7 @@ class MailboxOp : public Op {
     std::string s = std::string(kNames[static_cast<int>(a_.coll)]) + " (latency path), ranks not yet arrived:";
     std::vector<int> r;
     waitingOn(ctx, r);
-    for (int x : r) s += " " + std::to_string(x);
+    for (int x : r) s += " " + std::to_string(ctx.commRank(x));
     return s;
   }
 

@@ -39,7 +39,7 @@ class SingleCopyOp : public PhasedCollective {
           if (r == me) {
             if (send != recv + me * block) std::memcpy(recv + me * block, send, block);
           } else {
-            shm::cmaRead(ctx.pid(r), r, recv + r * block, ctx.cmaAddress(r, seq()), block);
+            shm::cmaRead(ctx.pid(r), ctx.commRank(r), recv + r * block, ctx.cmaAddress(r, seq()), block);
           }
         }
         break;
@@ -49,7 +49,7 @@ class SingleCopyOp : public PhasedCollective {
           if (r == me) {
             std::memcpy(recv + me * block, send + me * block, block);
           } else {
-            shm::cmaRead(ctx.pid(r), r, recv + r * block, theirs, block);
+            shm::cmaRead(ctx.pid(r), ctx.commRank(r), recv + r * block, theirs, block);
           }
         }
         break;
@@ -57,7 +57,7 @@ class SingleCopyOp : public PhasedCollective {
         if (me == a_.root) {
           if (send != recv) std::memcpy(recv, send, block);
         } else {
-          shm::cmaRead(ctx.pid(a_.root), a_.root, recv, ctx.cmaAddress(a_.root, seq()), block);
+          shm::cmaRead(ctx.pid(a_.root), ctx.commRank(a_.root), recv, ctx.cmaAddress(a_.root, seq()), block);
         }
         break;
       default:
