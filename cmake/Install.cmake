@@ -2,7 +2,7 @@
 # pkg-config file.
 include(CMakePackageConfigHelpers)
 
-set(CFX_INSTALL_TARGETS conflux)
+set(CFX_INSTALL_TARGETS conflux conflux_train)
 if(CFX_BUILD_STATIC)
   list(APPEND CFX_INSTALL_TARGETS conflux_static)
 endif()
@@ -10,6 +10,7 @@ install(TARGETS ${CFX_INSTALL_TARGETS} EXPORT ConfluxTargets
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
   PUBLIC_HEADER DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/conflux)
+install(DIRECTORY train/include/conflux/train DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/conflux)
 install(TARGETS cfxrun RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 install(EXPORT ConfluxTargets NAMESPACE Conflux:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/Conflux)
 

@@ -56,6 +56,11 @@ TEST(Args, InvalidArgumentsAreRejected) {
     EXPECT_INVALID(cfxStreamSynchronize(notAStream), nullptr, "stream");
     EXPECT_INVALID(cfxCommCount(c, nullptr), c, "count is NULL");
     EXPECT_INVALID(cfxCommUserRank(c, nullptr), c, "rank is NULL");
+    int host = -1, nhosts = 0;
+    EXPECT_INVALID(cfxCommHost(c, &host, nullptr), c, "nhosts is NULL");
+    EXPECT_EQ(cfxCommHost(c, &host, &nhosts), cfxSuccess);
+    EXPECT_EQ(host, 0);  // one host here
+    EXPECT_EQ(nhosts, 1);
     EXPECT_INVALID(cfxGetUniqueId(nullptr), nullptr, "NULL");
     EXPECT_INVALID(cfxCommSplit(c, -5, 0, nullptr, nullptr), c, "newcomm is NULL");
     cfxComm_t dummy;

@@ -140,6 +140,8 @@ void Context::poison(Status status, const std::string& message) {
 
 void Context::abort() {
   aborted_.store(true, std::memory_order_release);
+  // Peers on this host stop at once too (remote hosts learn it from the transport's shutdown).
+  poison(Status::kAborted, "rank " + std::to_string(commRank(rank_)) + " aborted the communicator");
   myBell().ringAlways();
 }
 

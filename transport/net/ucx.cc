@@ -8,6 +8,7 @@
 #include <cstring>
 #include <deque>
 #include <map>
+#include <set>
 #include <thread>
 
 #include <ucp/api/ucp.h>
@@ -21,6 +22,10 @@ namespace {
 constexpr int kRankBits = 24;
 constexpr int kNoticeChannel = 3;       // abort notices: why a rank failed
 constexpr size_t kNoticeBytes = 512;
+// A notice starting with this byte is a goodbye: the rank closed its communicator normally, so an
+// endpoint error from it that follows is no failure, and a send to it that then fails had already
+// been consumed (a rank closes only after its last operation completed).
+constexpr char kByeMark = '\x01';
 
 std::string ucsError(ucs_status_t s) { return ucs_status_string(s); }
 
@@ -209,7 +214,8 @@ class UcxTransport final : public Transport {
     return true;
   }
 
-  // Tells every reachable peer why this rank fails (bounded wait), before endpoints close.
+  // Tells every reachable peer why this rank fails, or (kByeMark) that it closes normally; bounded
+  // wait, before endpoints close.
   void sendNotices(const std::string& why) {
     std::string& msg = noticeOut_;
     msg = why.substr(0, kNoticeBytes - 1);
@@ -278,7 +284,11 @@ class UcxTransport final : public Transport {
       if (op->ucxReq != nullptr) ucp_request_free(op->ucxReq);
       if (st == UCS_OK) {
         const std::string& buf = notices_[op->peer];
-        lose(op->peer, setup_.describeRank(op->peer) + " failed: " + std::string(buf.c_str()), true);
+        if (buf[0] == kByeMark) {
+          bye_.insert(op->peer);
+        } else {
+          lose(op->peer, setup_.describeRank(op->peer) + " failed: " + std::string(buf.c_str()), true);
+        }
       }
       release(op);
       return;
@@ -291,6 +301,11 @@ class UcxTransport final : public Transport {
       op->req->fail(Status::kInvalidUsage, setup_.describeRank(op->peer) +
                                                " sent a message larger than the matching receive (" +
                                                std::to_string(op->bytes) + " bytes; mismatched calls)");
+    } else if (st != UCS_OK && op->send && !lost_.count(op->peer)) {
+      // Perhaps the peer closed normally after consuming this message and its goodbye is still on
+      // its way: decide in handleLosses.
+      deferredSends_.push_back(DeferredSend{op->req, op->peer, op->bytes, st,
+                                            std::chrono::steady_clock::now() + std::chrono::milliseconds(100)});
     } else if (st != UCS_OK) {
       auto it = lost_.find(op->peer);
       op->req->fail(Status::kRemoteError, it != lost_.end() ? it->second
@@ -336,13 +351,36 @@ class UcxTransport final : public Transport {
 
   // Endpoint errors are handled outside UCX's callback: first give a notice on its way from that
   // peer a moment to arrive, so the error names the rank that failed first.
+  // A peer that said goodbye is not lost: only receives still waiting on it fail.
   void handleLosses() {
     while (!pendingLoss_.empty()) {
       auto [peer, why] = pendingLoss_.front();
       pendingLoss_.erase(pendingLoss_.begin());
       auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(100);
-      while (!lost_.count(peer) && std::chrono::steady_clock::now() < deadline) ucp_worker_progress(worker_);
+      while (!lost_.count(peer) && !bye_.count(peer) && std::chrono::steady_clock::now() < deadline) {
+        ucp_worker_progress(worker_);
+      }
+      if (bye_.count(peer)) {
+        why = setup_.describeRank(peer) + " closed its communicator while this rank still expected data from it";
+      }
       lose(peer, why);
+    }
+    for (size_t i = 0; i < deferredSends_.size();) {
+      DeferredSend& d = deferredSends_[i];
+      auto lost = lost_.find(d.peer);
+      if (bye_.count(d.peer)) {
+        d.req->addMoved(d.bytes);
+        d.req->complete();
+      } else if (lost != lost_.end() || std::chrono::steady_clock::now() >= d.deadline) {
+        d.req->fail(Status::kRemoteError, lost != lost_.end() ? lost->second
+                                                              : "NET/UCX: transfer with " + setup_.describeRank(d.peer) +
+                                                                    " failed: " + ucsError(d.status));
+      } else {
+        ++i;
+        continue;
+      }
+      changed_ = true;
+      deferredSends_.erase(deferredSends_.begin() + static_cast<std::ptrdiff_t>(i));
     }
   }
 
@@ -354,8 +392,9 @@ class UcxTransport final : public Transport {
     lost_[peer] = why;
     logInfo("NET/UCX rank " + std::to_string(setup_.rank) + ": " + why);
     std::vector<Op*> victims;
+    const bool byed = bye_.count(peer) > 0;
     for (auto& [op, p] : inflight_) {
-      if (p == peer && !op->notice) victims.push_back(op);
+      if (p == peer && !op->notice && !(byed && op->send)) victims.push_back(op);
     }
     for (Op* op : victims) op->req->fail(Status::kRemoteError, why);
     for (Op* op : victims) {
@@ -376,6 +415,7 @@ class UcxTransport final : public Transport {
 
   // Normal teardown: flush-close every endpoint (bounded), then cancel what is left.
   void closeAll() {
+    if (!shutDown_) sendNotices(std::string(1, kByeMark));
     std::vector<Op*> recvs;  // cancelling may run the callback, which edits inflight_
     for (auto& [op, p] : inflight_) {
       if (!op->send) recvs.push_back(op);
@@ -398,6 +438,8 @@ class UcxTransport final : public Transport {
     for (void* r : closing_) ucp_request_free(r);
     closing_.clear();
     for (auto& [op, p] : inflight_) op->req->fail(Status::kRemoteError, "the transport was closed");
+    for (DeferredSend& d : deferredSends_) d.req->fail(Status::kRemoteError, "the transport was closed");
+    deferredSends_.clear();
     if (setup_.wake) setup_.wake();
   }
 
@@ -417,6 +459,15 @@ class UcxTransport final : public Transport {
   std::map<int, std::string> notices_;
   std::string noticeOut_;  // receive buffers for the peers' abort notices
   std::vector<std::pair<int, std::string>> pendingLoss_;
+  std::set<int> bye_;  // peers that closed normally
+  struct DeferredSend {
+    RequestPtr req;
+    int peer;
+    size_t bytes;
+    ucs_status_t status;
+    std::chrono::steady_clock::time_point deadline;
+  };
+  std::vector<DeferredSend> deferredSends_;
   bool changed_ = false;
   bool shutDown_ = false;
 

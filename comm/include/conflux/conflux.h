@@ -126,6 +126,9 @@ CFX_API cfxResult_t cfxCommAbort(cfxComm_t comm);
 CFX_API cfxResult_t cfxCommCount(const cfxComm_t comm, int* count);
 CFX_API cfxResult_t cfxCommUserRank(const cfxComm_t comm, int* rank);
 CFX_API cfxResult_t cfxCommGetAsyncError(cfxComm_t comm, cfxResult_t* asyncError);
+/* Conflux extension: which host this rank is on (hosts numbered 0..nhosts-1 in order of their lowest
+ * rank) and how many hosts the communicator spans. Splitting by `host` gives per-host communicators. */
+CFX_API cfxResult_t cfxCommHost(const cfxComm_t comm, int* host, int* nhosts);
 
 /* Host streams: operations issued on one run asynchronously, in issue order. NULL means blocking. */
 CFX_API cfxResult_t cfxStreamCreate(cfxStream_t* stream);

@@ -171,6 +171,15 @@ cfxResult_t cfxCommUserRank(const cfxComm_t comm, int* rank) {
   });
 }
 
+cfxResult_t cfxCommHost(const cfxComm_t comm, int* host, int* nhosts) {
+  return guarded("cfxCommHost", comm, [&] {
+    CommRef ref(comm);
+    if (host == nullptr || nhosts == nullptr) throw Error(Status::kInvalidArgument, "host or nhosts is NULL");
+    *host = ref->hosts().hostOf[ref->rank()];
+    *nhosts = ref->hosts().nhosts();
+  });
+}
+
 cfxResult_t cfxCommGetAsyncError(cfxComm_t comm, cfxResult_t* asyncError) {
   return guarded("cfxCommGetAsyncError", comm, [&] {
     CommRef ref(comm);

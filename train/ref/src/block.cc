@@ -1,0 +1,176 @@
+// The transformer block: forward keeps what backward needs; backward walks the same graph in
+// reverse, accumulating parameter gradients.
+#include <cmath>
+
+#include "layers.h"
+#include "linalg.h"
+
+namespace conflux::train::ref {
+namespace {
+
+constexpr float kGeluC = 0.7978845608028654f;  // sqrt(2 / pi)
+
+float gelu(float x) { return 0.5f * x * (1.0f + std::tanh(kGeluC * (x + 0.044715f * x * x * x))); }
+float geluGrad(float x) {
+  float t = std::tanh(kGeluC * (x + 0.044715f * x * x * x));
+  return 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * kGeluC * (1.0f + 3.0f * 0.044715f * x * x);
+}
+
+// out = x W (+ b unless null), W stored [in, out].
+void linear(const Act& x, const float* W, const float* b, int out, Act& y) {
+  y.resize(x.rows, out);
+  matmul(x.v.data(), W, y.v.data(), x.rows, x.cols, out, false);
+  if (b != nullptr) addBias(y.v.data(), b, x.rows, out);
+}
+
+// Accumulates dW, db from (x, dy); writes or adds dx = dy W^T.
+void linearBackward(const Act& x, const Act& dy, const float* W, float* dW, float* db, Act& dx, bool accumulate) {
+  matmulTnAcc(x.v.data(), dy.v.data(), dW, dy.rows, x.cols, dy.cols);
+  if (db != nullptr) biasGrad(dy.v.data(), db, dy.rows, dy.cols);
+  if (!accumulate) dx.resize(dy.rows, x.cols);
+  matmulNt(dy.v.data(), W, dx.v.data(), dy.rows, dy.cols, x.cols, accumulate);
+}
+
+}  // namespace
+
+TransformerBlock::TransformerBlock(std::string name, const TransformerConfig& c)
+    : Layer(std::move(name)), dim_(c.dim), heads_(c.heads), ffn_(c.ffn) {
+  const size_t d = static_cast<size_t>(dim_), f = static_cast<size_t>(ffn_);
+  ln1g_ = addTensor("ln1.weight", d);
+  ln1b_ = addTensor("ln1.bias", d);
+  wq_ = addTensor("attn.q.weight", d * d);
+  bq_ = addTensor("attn.q.bias", d);
+  // No key bias: softmax is shift-invariant per query, so its gradient is identically zero (and
+  // Adam would amplify rounding noise in it into full-size steps).
+  wk_ = addTensor("attn.k.weight", d * d);
+  wv_ = addTensor("attn.v.weight", d * d);
+  bv_ = addTensor("attn.v.bias", d);
+  wo_ = addTensor("attn.out.weight", d * d);
+  bo_ = addTensor("attn.out.bias", d);
+  ln2g_ = addTensor("ln2.weight", d);
+  ln2b_ = addTensor("ln2.bias", d);
+  w1_ = addTensor("mlp.fc1.weight", d * f);
+  b1_ = addTensor("mlp.fc1.bias", f);
+  w2_ = addTensor("mlp.fc2.weight", f * d);
+  b2_ = addTensor("mlp.fc2.bias", d);
+}
+
+void TransformerBlock::init(float* w, Rng& rng) const {
+  for (const TensorSpec& t : tensors()) {
+    float a = 0.1f;
+    bool norm = t.name.find("ln") == 0;
+    bool weight = t.name.find(".weight") != std::string::npos;
+    if (weight && !norm) a = 1.0f / std::sqrt(static_cast<float>(t.name == "mlp.fc2.weight" ? ffn_ : dim_));
+    for (size_t i = 0; i < t.count; ++i) w[t.offset + i] = (norm && weight ? 1.0f : 0.0f) + rng.uniform(a);
+  }
+}
+
+void TransformerBlock::attentionForward(int T) {
+  const int rows = q_.rows, d = dim_ / heads_, nseq = rows / T;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(d));
+  o_.resize(rows, dim_);
+  probs_.assign(static_cast<size_t>(nseq) * heads_ * T * T, 0.0f);
+  std::vector<float> s(static_cast<size_t>(T));
+  for (int sq = 0; sq < nseq; ++sq) {
+    for (int h = 0; h < heads_; ++h) {
+      float* P = probs_.data() + (static_cast<size_t>(sq) * heads_ + h) * T * T;
+      for (int i = 0; i < T; ++i) {
+        const float* qi = q_.row(sq * T + i) + h * d;
+        float mx = -INFINITY;
+        for (int j = 0; j <= i; ++j) {
+          s[static_cast<size_t>(j)] = dot(qi, k_.row(sq * T + j) + h * d, d) * scale;
+          mx = std::fmax(mx, s[static_cast<size_t>(j)]);
+        }
+        float sum = 0;
+        for (int j = 0; j <= i; ++j) {
+          s[static_cast<size_t>(j)] = std::exp(s[static_cast<size_t>(j)] - mx);
+          sum += s[static_cast<size_t>(j)];
+        }
+        float* oi = o_.row(sq * T + i) + h * d;
+        for (int j = 0; j <= i; ++j) {
+          const float p = s[static_cast<size_t>(j)] / sum;
+          P[static_cast<size_t>(i) * T + j] = p;
+          const float* vj = v_.row(sq * T + j) + h * d;
+          for (int c = 0; c < d; ++c) oi[c] += p * vj[c];
+        }
+      }
+    }
+  }
+}
+
+void TransformerBlock::attentionBackward(int T, const Act& dO, Act& dQ, Act& dK, Act& dV) const {
+  const int rows = q_.rows, d = dim_ / heads_, nseq = rows / T;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(d));
+  dQ.resize(rows, dim_);
+  dK.resize(rows, dim_);
+  dV.resize(rows, dim_);
+  std::vector<float> dP(static_cast<size_t>(T));
+  for (int sq = 0; sq < nseq; ++sq) {
+    for (int h = 0; h < heads_; ++h) {
+      const float* P = probs_.data() + (static_cast<size_t>(sq) * heads_ + h) * T * T;
+      for (int i = 0; i < T; ++i) {
+        const float* doi = dO.row(sq * T + i) + h * d;
+        const float* pi = P + static_cast<size_t>(i) * T;
+        float weighted = 0;
+        for (int j = 0; j <= i; ++j) {
+          dP[static_cast<size_t>(j)] = dot(doi, v_.row(sq * T + j) + h * d, d);
+          weighted += pi[j] * dP[static_cast<size_t>(j)];
+          float* dvj = dV.row(sq * T + j) + h * d;
+          for (int c = 0; c < d; ++c) dvj[c] += pi[j] * doi[c];
+        }
+        float* dqi = dQ.row(sq * T + i) + h * d;
+        const float* qi = q_.row(sq * T + i) + h * d;
+        for (int j = 0; j <= i; ++j) {
+          const float ds = pi[j] * (dP[static_cast<size_t>(j)] - weighted) * scale;
+          const float* kj = k_.row(sq * T + j) + h * d;
+          float* dkj = dK.row(sq * T + j) + h * d;
+          for (int c = 0; c < d; ++c) {
+            dqi[c] += ds * kj[c];
+            dkj[c] += ds * qi[c];
+          }
+        }
+      }
+    }
+  }
+}
+
+void TransformerBlock::forward(const Batch& batch, const Act& in, Act& out) {
+  x_ = in;
+  layerNormForward(x_, w(ln1g_), w(ln1b_), a_, ln1_);
+  linear(a_, w(wq_), w(bq_), dim_, q_);
+  linear(a_, w(wk_), nullptr, dim_, k_);
+  linear(a_, w(wv_), w(bv_), dim_, v_);
+  attentionForward(batch.seqLen);
+  Act y;
+  linear(o_, w(wo_), w(bo_), dim_, y);
+  x1_ = x_;
+  for (size_t i = 0; i < y.v.size(); ++i) x1_.v[i] += y.v[i];
+  layerNormForward(x1_, w(ln2g_), w(ln2b_), c_, ln2_);
+  linear(c_, w(w1_), w(b1_), ffn_, h_);
+  u_ = h_;
+  for (float& e : u_.v) e = gelu(e);
+  Act z;
+  linear(u_, w(w2_), w(b2_), dim_, z);
+  out = x1_;
+  for (size_t i = 0; i < z.v.size(); ++i) out.v[i] += z.v[i];
+}
+
+void TransformerBlock::backward(const Batch& batch, const Act& dout, Act& din) {
+  // MLP branch: out = x1 + fc2(gelu(fc1(LN2(x1)))).
+  Act du, dc, dx1 = dout;
+  linearBackward(u_, dout, w(w2_), g(w2_), g(b2_), du, false);
+  for (size_t i = 0; i < du.v.size(); ++i) du.v[i] *= geluGrad(h_.v[i]);
+  linearBackward(c_, du, w(w1_), g(w1_), g(b1_), dc, false);
+  layerNormBackward(dc, w(ln2g_), ln2_, dx1, true, g(ln2g_), g(ln2b_));
+  // Attention branch: x1 = x + out_proj(attn(q, k, v)), q, k, v = proj(LN1(x)).
+  Act dO, dQ, dK, dV, da;
+  linearBackward(o_, dx1, w(wo_), g(wo_), g(bo_), dO, false);
+  attentionBackward(batch.seqLen, dO, dQ, dK, dV);
+  linearBackward(a_, dQ, w(wq_), g(wq_), g(bq_), da, false);
+  linearBackward(a_, dK, w(wk_), g(wk_), nullptr, da, true);
+  linearBackward(a_, dV, w(wv_), g(wv_), g(bv_), da, true);
+  din = dx1;
+  layerNormBackward(da, w(ln1g_), ln1_, din, true, g(ln1g_), g(ln1b_));
+}
+
+}  // namespace conflux::train::ref
