@@ -1,6 +1,8 @@
 #include "harness.h"
 
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -80,6 +82,33 @@ int layoutRanks() {
 
 bool isRankProcess() { return std::getenv("CFX_TEST_RANK_PROCESS") != nullptr; }
 
+namespace {
+
+// A port for the bootstrap root of a hosts layout: below the kernel's ephemeral range (32768 and
+// up), so no outgoing connection of a concurrent test can hold it, and, when the first host is
+// this namespace, checked free by binding it.
+int rootPort(bool checkHere) {
+  const unsigned seed = getpid() * 7919u + static_cast<unsigned>(time(nullptr));
+  for (unsigned k = 0; k < 64; ++k) {
+    int port = 20000 + static_cast<int>((seed + k * 104729u) % 12000);
+    if (!checkHere) return port;
+    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    if (fd < 0) return port;
+    int one = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(static_cast<uint16_t>(port));
+    a.sin_addr.s_addr = htonl(INADDR_ANY);
+    bool free = ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0;
+    ::close(fd);
+    if (free) return port;
+  }
+  return 20000;
+}
+
+}  // namespace
+
 void runRanks(int nranks, const std::function<void(Rank&)>& body, const RunOptions& opts) {
   if (isRankProcess()) {
     runAsRank(body, opts);
@@ -100,8 +129,7 @@ void runRanks(int nranks, const std::function<void(Rank&)>& body, const RunOptio
     rootEnv = "CFX_UNIQUE_ID=" + hexId(id);
   } else {
     // Rank 0 runs the root inside the first host.
-    int port = 20000 + static_cast<int>((getpid() * 7919u + static_cast<unsigned>(time(nullptr))) % 30000);
-    rootEnv = "CFX_ROOT_ADDR=" + hosts[0].ip + ":" + std::to_string(port);
+    rootEnv = "CFX_ROOT_ADDR=" + hosts[0].ip + ":" + std::to_string(rootPort(hosts[0].netns == "-"));
   }
   char secret[33];
   std::snprintf(secret, sizeof(secret), "%08x%08x%08x%08x", static_cast<unsigned>(getpid()),
