@@ -6,6 +6,8 @@ void check(cfxResult_t result, const char* what, cfxComm_t comm) {
   if (result == cfxSuccess) return;
   std::string msg = std::string(what) + " failed (" + cfxGetErrorString(result) + ")";
   const char* detail = cfxGetLastError(comm);
+  // Group calls record their error on the calling thread rather than on one communicator.
+  if ((detail == nullptr || *detail == '\0') && comm != nullptr) detail = cfxGetLastError(nullptr);
   if (detail != nullptr && *detail != '\0') msg += ": " + std::string(detail);
   throw Error(result, msg);
 }

@@ -186,6 +186,33 @@ ScheduleReport validate(const Schedule& s) {
       throw Error(cfxInvalidUsage, s.name + ": deadlock: " + who);
     }
   }
+  // 3. Order (a schedule that passes the simulation can still cross messages inside a group): Conflux (like NCCL) matches the sends and receives between two ranks in the order
+  // they are posted, so each stage must receive from a peer in the order that peer sends.
+  std::map<std::pair<int, int>, std::vector<std::pair<int, const Action*>>> sent, received;  // (from, to)
+  for (int st = 0; st < p; ++st) {
+    for (const Action& a : s.actions[static_cast<size_t>(st)]) {
+      if (!isComm(a.op)) continue;
+      const int vsPeer = a.op == Op::kSendActivation || a.op == Op::kRecvGradient ? a.vstage + 1 : a.vstage - 1;
+      const int peer = s.stageOf(vsPeer);
+      if (isSend(a.op)) {
+        sent[{st, peer}].push_back({st, &a});
+      } else {
+        received[{peer, st}].push_back({st, &a});
+      }
+    }
+  }
+  for (const auto& [pair, sends] : sent) {
+    const auto& recvs = received[pair];
+    for (size_t k = 0; k < sends.size() && k < recvs.size(); ++k) {
+      if (keyOf(*sends[k].second) != keyOf(*recvs[k].second)) {
+        fail(s, pair.first, *sends[k].second,
+             "is the sender's message " + std::to_string(k) + " to stage " + std::to_string(pair.second) +
+                 ", but that stage's receive " + std::to_string(k) + " from it is " + describe(s, *recvs[k].second) +
+                 " (messages between two stages match in the order they are posted)");
+      }
+    }
+  }
+
   report.makespan = *std::max_element(clock.begin(), clock.end());
   report.bubbleFraction = 1.0 - static_cast<double>(busy) / (static_cast<double>(p) * static_cast<double>(report.makespan));
   return report;
