@@ -12,6 +12,7 @@ cmake --install "$build_dir" --prefix "$prefix" > /dev/null
 test -f "$prefix/include/conflux/conflux.h" || { echo "header not installed"; exit 1; }
 test -x "$prefix/bin/cfxrun" || { echo "cfxrun not installed"; exit 1; }
 test -f "$prefix/include/conflux/train/ddp.h" || { echo "training headers not installed"; exit 1; }
+test -f "$prefix/include/conflux/train/pipeline/executor.h" -a -f "$prefix/include/conflux/train/seqpar/attention.h" || { echo "pipeline/seqpar headers not installed"; exit 1; }
 ls "$prefix"/lib*/libconflux_train.so* > /dev/null 2>&1 || { echo "libconflux_train not installed"; exit 1; }
 lib="$(ls "$prefix"/lib*/libconflux.so* | head -n1)"
 bad="$(nm -D --defined-only "$lib" | awk '{print $3}' | grep -v '^cfx' || true)"
