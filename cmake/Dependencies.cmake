@@ -26,8 +26,14 @@ find_package(CUDAToolkit QUIET)
 find_package(MPI QUIET COMPONENTS C)
 find_package(Gloo QUIET CONFIG)
 
-# Libraries the network transports need, for consumers of the static library.
+# Libraries the network transports and the topology layer need, for consumers of the static library.
 set(CFX_NET_LINK_NAMES "")
+if(HWLOC_FOUND)
+  list(APPEND CFX_NET_LINK_NAMES hwloc)
+endif()
+if(NUMA_LIBRARY)
+  list(APPEND CFX_NET_LINK_NAMES numa)
+endif()
 if(UCX_FOUND)
   list(APPEND CFX_NET_LINK_NAMES ucp uct ucs)
 endif()

@@ -10,7 +10,10 @@
 #include "common/env.h"
 #include "common/log.h"
 #include "shm_layout.h"
+#include "topology/discover.h"
 #include "topology/host_id.h"
+#include "topology/placement.h"
+#include "topology/report.h"
 #include "transport/net/select.h"
 
 namespace conflux {
@@ -26,11 +29,63 @@ std::string segmentName(uint64_t commHash) {
   return name;
 }
 
-// Created by the first rank of each host: the segment with its header filled in.
-shm::Segment createSegment(uint64_t commHash, int localRanks) {
-  Layout layout = Layout::fromEnv(localRanks);
-  shm::Segment seg = shm::Segment::create(segmentName(commHash), layout.totalBytes());
+// What the first rank of a host needs from the plan to lay out and place the segment: each local
+// rank's NUMA node, whether the reduction is two-level (then ranks are grouped by node, in
+// ascending node order), and where the cross-domain staging goes.
+struct SegmentPlan {
+  std::vector<int> rankNuma;
+  bool twoLevel = false;
+  bool placeMemory = false;
+  int stagingNuma = 0;
+};
+
+SegmentPlan segmentPlanOf(const topology::Plan& p) {
+  SegmentPlan s;
+  for (const auto& r : p.ranks) s.rankNuma.push_back(r.numa);
+  s.twoLevel = p.reduction == topology::Reduction::kTwoLevel;
+  s.placeMemory = p.placeMemory;
+  s.stagingNuma = p.stagingNuma;
+  return s;
+}
+
+// Created by the first rank of each host: the segment with its header filled in, its staging
+// memory placed as planned (each slot on its rank's node, each domain's partials on that
+// domain's node, the scratch on the staging node), and each rank's domain recorded.
+shm::Segment createSegment(uint64_t commHash, const SegmentPlan& sp) {
+  const int n = static_cast<int>(sp.rankNuma.size());
+  Layout layout = Layout::fromEnv(n);
+  std::vector<int> nodes = sp.rankNuma;
+  std::sort(nodes.begin(), nodes.end());
+  nodes.erase(std::unique(nodes.begin(), nodes.end()), nodes.end());
+  const bool twoLevel = sp.twoLevel && nodes.size() >= 2;
+  if (twoLevel) layout.domains = static_cast<uint32_t>(nodes.size());
+  std::vector<std::string> notes;
+  auto place = [&](std::byte* base) {
+    if (!sp.placeMemory) return;
+    auto prefer = [&](size_t offset, int node, const std::string& what) {
+      std::string why = topology::preferNode(base + offset, layout.slotBytes, node);
+      if (!why.empty()) notes.push_back(what + " on NUMA " + std::to_string(node) + ": " + why);
+    };
+    for (int r = 0; r < n; ++r) prefer(layout.slotsOffset() + r * layout.slotBytes, sp.rankNuma[r], "slot of local rank " + std::to_string(r));
+    prefer(layout.scratchOffset(), sp.stagingNuma, "staging buffer");
+    for (uint32_t d = 0; d < layout.domains; ++d) {
+      prefer(layout.domainsOffset() + d * layout.slotBytes, nodes[d], "partials of domain " + std::to_string(d));
+    }
+  };
+  shm::Segment seg = shm::Segment::create(segmentName(commHash), layout.totalBytes(), place);
+  if (twoLevel) {
+    auto* control = reinterpret_cast<RankControl*>(seg.data() + layout.controlOffset());
+    for (int r = 0; r < n; ++r) {
+      control[r].domain = static_cast<int32_t>(std::find(nodes.begin(), nodes.end(), sp.rankNuma[r]) - nodes.begin());
+    }
+  }
   layout.writeHeader(*reinterpret_cast<SegmentHeader*>(seg.data()));
+  if (!notes.empty()) {
+    logInfo("TOPO segment placement not applied for " + std::to_string(notes.size()) + " area(s), first: " + notes[0]);
+  } else if (sp.placeMemory) {
+    logInfo("TOPO segment placed: each slot on its rank's NUMA node, staging on NUMA " + std::to_string(sp.stagingNuma) +
+            (twoLevel ? ", domain partials on their nodes" : ""));
+  }
   return seg;
 }
 
@@ -54,8 +109,15 @@ constexpr char kFailedBlob = '!';
 }  // namespace
 
 Communicator::Communicator(uint64_t hash, int rank, std::vector<pid_t> pids, HostMap hosts, shm::Segment segment,
-                           Options opts)
-    : hash_(hash), rank_(rank), pids_(std::move(pids)), hosts_(std::move(hosts)) {
+                           std::shared_ptr<const topology::Topology> topo, topology::Plan plan,
+                           topology::RankPlan self, Options opts)
+    : hash_(hash),
+      rank_(rank),
+      pids_(std::move(pids)),
+      hosts_(std::move(hosts)),
+      topo_(std::move(topo)),
+      plan_(std::move(plan)),
+      self_(std::move(self)) {
   const int host = hosts_.hostOf[rank_];
   const auto& mates = hosts_.ranksOn[host];
   tuning_ = Tuning::fromEnv(static_cast<int>(mates.size()));
@@ -64,6 +126,7 @@ Communicator::Communicator(uint64_t hash, int rank, std::vector<pid_t> pids, Hos
   ctx_ = std::make_unique<Context>(std::move(segment), hosts_.localRankOf[rank_], std::move(localPids),
                                    WaitSettings::fromEnv(opts.timeoutMs, static_cast<int>(mates.size())));
   ctx_->setCommRanks(mates);
+  tuning_.domains = ctx_->domains();
   engine_ = std::make_unique<Engine>(*ctx_, [this](const Outcome& o) {
     // Across hosts, tell everyone at once: the local ranks through the segment, the remote ones
     // by closing the connections.
@@ -116,6 +179,10 @@ void Communicator::connectNetwork(const Exchange& exchange, std::chrono::millise
   setup.wake = [ctx] { ctx->myBell().ring(); };
   const HostMap* hosts = &hosts_;
   setup.describeRank = [hosts](int r) { return hosts->describe(r); };
+  if (self_.nic >= 0) {
+    setup.nic = topo_->nics[self_.nic].name;
+    setup.nicIsRdma = topo_->nics[self_.nic].kind != topology::NicKind::kEth;
+  }
   try {
     transport_ = net::createTransport(choice, setup);
   } catch (const Error& e) {
@@ -126,7 +193,16 @@ void Communicator::connectNetwork(const Exchange& exchange, std::chrono::millise
   logInfo("NET rank " + std::to_string(rank_) + ": " + netReason_);
 }
 
-void Communicator::logInit() const {
+void Communicator::logInit(const std::string& binding) const {
+  if (log::enabled(log::Level::kInfo)) {
+    if (ctx_->rank() == 0) {
+      logInfo("TOPO " + topology::describeTopology(*topo_).front());
+      for (const auto& line : topology::describePlan(*topo_, plan_)) logInfo("TOPO " + line);
+    }
+    logInfo("TOPO rank " + std::to_string(rank_) + " " + topology::describeRank(*topo_, self_) + "; " + binding +
+            (ctx_->domains() >= 2 ? "; two-level reduction over " + std::to_string(ctx_->domains()) + " NUMA domains"
+                                  : "; flat reduction"));
+  }
   std::string where = hosts_.nhosts() == 1
                           ? std::string("transport shm (all ranks on one host)")
                           : "hosts " + std::to_string(hosts_.nhosts()) + ", local ranks " +
@@ -148,22 +224,40 @@ std::unique_ptr<Communicator> Communicator::init(const bootstrap::UniqueIdData& 
     pids.push_back(p.pid);
   }
   HostMap hosts = HostMap::build(hostIds);
-  const bool leader = hosts.localRankOf[rank] == 0;
+  const int localRank = hosts.localRankOf[rank];
+  const bool leader = localRank == 0;
 
   uint64_t hash = bootstrap::hash64(id.secret.data(), id.secret.size());
   shm::Segment segment;
   const int localRanks = static_cast<int>(hosts.ranksOn[hosts.hostOf[rank]].size());
-  // Each host's first rank creates and sizes the segment; everyone learns whether that worked.
-  Outcome created = leader ? capture([&] { segment = createSegment(hash, localRanks); }) : Outcome{};
+  // Every rank finds the topology and makes the plan for its host (the same plan on each); each
+  // host's first rank creates, sizes and places the segment from it (and alone writes
+  // CFX_TOPO_DUMP_FILE). Everyone learns whether all of that worked.
+  std::shared_ptr<const topology::Topology> topo;
+  topology::Plan plan;
+  Outcome created = capture([&] {
+    topo = std::make_shared<const topology::Topology>(topology::discover(leader));
+    plan = topology::makePlan(*topo, localRanks, topology::PlanOptions::fromEnv());
+    if (leader) segment = createSegment(hash, segmentPlanOf(plan));
+  });
   client.barrier(created).raise();
   // The others attach; the leader unlinks the name once all have, so nothing outlives a crash.
   Outcome attached = leader ? Outcome{} : capture([&] { segment = shm::Segment::open(segmentName(hash)); });
   client.barrier(attached).raise();
   if (leader) segment.unlink();
 
+  // Bind as planned (a thread the caller starts later inherits it; Conflux's own threads start
+  // after this).
+  topology::RankPlan self = plan.ranks[localRank];
+  std::string binding = "not bound (CFX_BIND=" + std::string(topology::bindName(plan.bind)) + ")";
+  if (!self.cpus.empty()) {
+    topology::BindResult b = topology::bindCallingThread(self.cpus);
+    binding = b.cpus.empty() ? b.note : "bound to CPUs " + topology::cpuList(b.cpus) + (b.note.empty() ? "" : " (" + b.note + ")");
+  }
+
   const bool multiHost = hosts.nhosts() > 1;
-  std::unique_ptr<Communicator> comm(
-      new Communicator(hash, rank, std::move(pids), std::move(hosts), std::move(segment), opts));
+  std::unique_ptr<Communicator> comm(new Communicator(hash, rank, std::move(pids), std::move(hosts),
+                                                      std::move(segment), topo, plan, self, opts));
   if (multiHost) {
     Outcome net = capture([&] {
       comm->connectNetwork([&](const std::string& mine) { return client.exchange(mine); }, bootstrapTimeout());
@@ -171,7 +265,7 @@ std::unique_ptr<Communicator> Communicator::init(const bootstrap::UniqueIdData& 
     client.barrier(net).raise();
   }
   client.finish();
-  comm->logInit();
+  comm->logInit(binding);
   return comm;
 }
 
@@ -200,24 +294,24 @@ void Communicator::runInternal(Coll coll, const void* send, void* recv, size_t c
 std::unique_ptr<Communicator> Communicator::split(int color, int key, Options opts) {
   const int n = size();
   const int me = rank();
-  // 1. Everyone learns every rank's (color, key).
-  int32_t mine[2] = {color, key};
-  std::vector<int32_t> all(2 * static_cast<size_t>(n));
-  runInternal(Coll::kAllGather, mine, all.data(), 2, cfxSum);
+  // 1. Everyone learns every rank's (color, key, NUMA node of its plan).
+  int32_t mine[3] = {color, key, self_.numa};
+  std::vector<int32_t> all(3 * static_cast<size_t>(n));
+  runInternal(Coll::kAllGather, mine, all.data(), 3, cfxSum);
 
   // 2. Members of each color, ordered by (key, parent rank); does any new communicator span hosts?
   auto membersOf = [&](int c) {
     std::vector<int> m;
     for (int r = 0; r < n; ++r) {
-      if (all[2 * r] == c) m.push_back(r);
+      if (all[3 * r] == c) m.push_back(r);
     }
-    std::stable_sort(m.begin(), m.end(), [&](int a, int b) { return all[2 * a + 1] < all[2 * b + 1]; });
+    std::stable_sort(m.begin(), m.end(), [&](int a, int b) { return all[3 * a + 1] < all[3 * b + 1]; });
     return m;
   };
   bool anyMultiHost = false;
   for (int r = 0; r < n && !anyMultiHost; ++r) {
-    if (all[2 * r] == CFX_SPLIT_NOCOLOR) continue;
-    for (int q : membersOf(all[2 * r])) anyMultiHost |= hosts_.hostOf[q] != hosts_.hostOf[r];
+    if (all[3 * r] == CFX_SPLIT_NOCOLOR) continue;
+    for (int q : membersOf(all[3 * r])) anyMultiHost |= hosts_.hostOf[q] != hosts_.hostOf[r];
   }
   const bool member = color != CFX_SPLIT_NOCOLOR;
   std::vector<int> members = member ? membersOf(color) : std::vector<int>{};
@@ -232,7 +326,14 @@ std::unique_ptr<Communicator> Communicator::split(int color, int key, Options op
   }
   HostMap newHosts = HostMap::build(hostIds);
   bool leader = member && newHosts.localRankOf[newRank] == 0;
-  int localRanks = member ? static_cast<int>(newHosts.ranksOn[newHosts.hostOf[newRank]].size()) : 0;
+  // The new communicator's ranks keep the binding of their init: its segment follows their nodes.
+  SegmentPlan segPlan;
+  if (member) {
+    for (int nr : newHosts.ranksOn[newHosts.hostOf[newRank]]) segPlan.rankNuma.push_back(all[3 * members[nr] + 2]);
+    segPlan.twoLevel = plan_.reduction == topology::Reduction::kTwoLevel;
+    segPlan.placeMemory = plan_.placeMemory;
+    segPlan.stagingNuma = plan_.stagingNuma;
+  }
 
   // 3. Leaders create, then the others attach; the parent's collectives act as status barriers
   //    (every parent rank takes part, including those that join no new communicator).
@@ -246,7 +347,7 @@ std::unique_ptr<Communicator> Communicator::split(int color, int key, Options op
                                             " failed to " + step + " (see that rank's error)");
     }
   };
-  statusBarrier(leader ? capture([&] { segment = createSegment(newHash, localRanks); }) : Outcome{},
+  statusBarrier(leader ? capture([&] { segment = createSegment(newHash, segPlan); }) : Outcome{},
                 "create its shared memory");
   statusBarrier(member && !leader ? capture([&] { segment = shm::Segment::open(segmentName(newHash)); }) : Outcome{},
                 "attach its shared memory");
@@ -254,7 +355,8 @@ std::unique_ptr<Communicator> Communicator::split(int color, int key, Options op
 
   std::unique_ptr<Communicator> comm;
   if (member) {
-    comm.reset(new Communicator(newHash, newRank, std::move(pids), std::move(newHosts), std::move(segment), opts));
+    comm.reset(new Communicator(newHash, newRank, std::move(pids), std::move(newHosts), std::move(segment), topo_, plan_,
+                                self_, opts));
   }
   // 4. New communicators that span hosts connect their networks; addresses travel in one
   //    all-gather over the parent, in which every parent rank takes part exactly once.
@@ -282,7 +384,7 @@ std::unique_ptr<Communicator> Communicator::split(int color, int key, Options op
     if (!took) exchange("");
     statusBarrier(net, "connect its network");
   }
-  if (comm) comm->logInit();
+  if (comm) comm->logInit("binding kept from init");
   return comm;
 }
 

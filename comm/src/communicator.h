@@ -17,6 +17,8 @@
 #include "hier/hier_ops.h"
 #include "hosts.h"
 #include "ops/tuning.h"
+#include "topology/model.h"
+#include "topology/plan.h"
 #include "transport/net/transport.h"
 
 namespace conflux {
@@ -41,6 +43,9 @@ class Communicator {
   Engine& engine() { return *engine_; }
   const Tuning& tuning() const { return tuning_; }
   const HostMap& hosts() const { return hosts_; }
+  const topology::Topology& topology() const { return *topo_; }
+  // The plan for this host's ranks (init), or the parent's (split: ranks keep their binding).
+  const topology::Plan& plan() const { return plan_; }
 
   // The operations for a call: shared memory on one host, hierarchical across hosts.
   std::unique_ptr<Op> collective(const CollArgs& a) const;
@@ -53,13 +58,15 @@ class Communicator {
  private:
   using Exchange = std::function<std::vector<std::string>(const std::string&)>;
 
-  Communicator(uint64_t hash, int rank, std::vector<pid_t> pids, HostMap hosts, shm::Segment segment, Options opts);
+  Communicator(uint64_t hash, int rank, std::vector<pid_t> pids, HostMap hosts, shm::Segment segment,
+               std::shared_ptr<const topology::Topology> topo, topology::Plan plan, topology::RankPlan self,
+               Options opts);
   // Connects to the other ranks over the network (CFX_NET); `exchange` all-gathers addresses.
   void connectNetwork(const Exchange& exchange, std::chrono::milliseconds timeout);
   // Runs a blocking collective on this communicator (used by split).
   void runInternal(Coll coll, const void* send, void* recv, size_t count, cfxRedOp_t op,
                    cfxDataType_t type = cfxInt32);
-  void logInit() const;
+  void logInit(const std::string& binding) const;
 
   uint64_t hash_;
   int rank_;
@@ -68,6 +75,9 @@ class Communicator {
   uint64_t splits_ = 0;
   Tuning tuning_;
   std::string netReason_;
+  std::shared_ptr<const topology::Topology> topo_;
+  topology::Plan plan_;
+  topology::RankPlan self_;  // this rank's line of the plan made at init (kept through splits)
   // Destroyed in reverse order: the engine (which runs operations on the transport and the
   // context) first, then the transport (whose thread wakes the context), then the context.
   std::unique_ptr<Context> ctx_;

@@ -43,6 +43,26 @@ Context::Context(shm::Segment segment, int rank, std::vector<pid_t> pids, WaitSe
       channels_.emplace_back(base, layout_.p2pSlots, layout_.p2pSlotBytes);
     }
   }
+  if (layout_.domains >= 2) {
+    domainRanks_.resize(layout_.domains);
+    for (int r = 0; r < size_; ++r) {
+      int d = control(r).domain;
+      if (d < 0 || d >= static_cast<int>(layout_.domains)) {
+        throw Error(Status::kInternalError, "shared-memory segment: rank " + std::to_string(r) + " has domain " +
+                                                std::to_string(d) + " of " + std::to_string(layout_.domains));
+      }
+      domainOf_.push_back(d);
+      domainRanks_[d].push_back(r);
+    }
+    for (const auto& ranks : domainRanks_) {
+      if (ranks.empty()) throw Error(Status::kInternalError, "shared-memory segment: a NUMA domain has no rank");
+    }
+  }
+}
+
+std::byte* Context::domainHalf(int d, uint64_t chunk) const {
+  return segment_.data() + layout_.domainsOffset() + static_cast<size_t>(d) * layout_.slotBytes +
+         (chunk & 1) * halfBytes();
 }
 
 RankControl& Context::control(int r) const {

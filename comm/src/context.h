@@ -50,6 +50,12 @@ class Context {
   size_t halfBytes() const { return layout_.slotBytes / 2; }
   std::byte* slotHalf(int r, uint64_t chunk) const;
   std::byte* scratchHalf(uint64_t chunk) const;
+  // Two-level reduction (see shm_layout.h): the NUMA domains of the local ranks (0: flat), the
+  // ranks of domain d (ascending), and domain d's partial-sum half for chunk `chunk`.
+  int domains() const { return static_cast<int>(layout_.domains); }
+  int domainOf(int r) const { return domainOf_[r]; }
+  const std::vector<int>& domainRanks(int d) const { return domainRanks_[d]; }
+  std::byte* domainHalf(int d, uint64_t chunk) const;
   // Reserves `n` consecutive global chunk numbers; returns the first.
   uint64_t reserveChunks(uint64_t n);
   uint64_t nextOpSeq() { return ++opSeq_; }
@@ -112,6 +118,8 @@ class Context {
   std::vector<int> commRanks_;
   WaitSettings wait_;
   std::vector<shm::Channel> channels_;
+  std::vector<int> domainOf_;
+  std::vector<std::vector<int>> domainRanks_;
   uint64_t barrierSeq_ = 0;
   uint64_t chunkSeq_ = 0;
   uint64_t opSeq_ = 0;

@@ -17,7 +17,8 @@ size_t roundUp(size_t x, size_t a) { return (x + a - 1) / a * a; }
 size_t Layout::controlOffset() const { return roundUp(sizeof(SegmentHeader), kPage); }
 size_t Layout::slotsOffset() const { return roundUp(controlOffset() + nranks * sizeof(RankControl), kPage); }
 size_t Layout::scratchOffset() const { return slotsOffset() + nranks * slotBytes; }
-size_t Layout::channelsOffset() const { return scratchOffset() + slotBytes; }
+size_t Layout::domainsOffset() const { return scratchOffset() + slotBytes; }
+size_t Layout::channelsOffset() const { return domainsOffset() + domains * slotBytes; }
 size_t Layout::channelStride() const { return roundUp(shm::channelBytes(p2pSlots, p2pSlotBytes), kPage); }
 size_t Layout::totalBytes() const { return channelsOffset() + static_cast<size_t>(nranks) * nranks * channelStride(); }
 
@@ -47,6 +48,8 @@ Layout Layout::fromHeader(const SegmentHeader& h) {
   l.slotBytes = h.slotBytes;
   l.p2pSlots = h.p2pSlots;
   l.p2pSlotBytes = h.p2pSlotBytes;
+  l.domains = h.domains;
+  if (l.domains == 1 || l.domains > l.nranks) throw Error(Status::kInternalError, "shared-memory segment: bad domain count");
   if (l.totalBytes() != h.totalBytes) throw Error(Status::kInternalError, "shared-memory segment size mismatch");
   return l;
 }
@@ -57,6 +60,7 @@ void Layout::writeHeader(SegmentHeader& h) const {
   h.slotBytes = slotBytes;
   h.p2pSlots = p2pSlots;
   h.p2pSlotBytes = p2pSlotBytes;
+  h.domains = domains;
   h.version = kSegmentVersion;
   std::atomic_thread_fence(std::memory_order_release);
   h.magic = kSegmentMagic;

@@ -2,10 +2,13 @@
 // layout and writes it into the header; the others read it from there, so a setting that differs
 // between ranks cannot give them different views of the segment.
 //
-//   [Header][RankControl x n][staging slot x n][scratch][p2p channel x n*n]
+//   [Header][RankControl x n][staging slot x n][scratch][domain partial x g][p2p channel x n*n]
 //
-// Each staging slot and the scratch area are split in two halves used by alternate chunks, so one
-// barrier per chunk separates writers from readers (see ops/collective.h).
+// Each staging slot, the scratch area and the domain partials are split in two halves used by
+// alternate chunks, so one barrier per chunk separates writers from readers (see
+// ops/collective.h). The g domain partials exist only for a two-level reduction (g >= 2 NUMA
+// domains, topology/plan.h); the first rank also writes each rank's domain into its RankControl.
+// Slots, scratch and partials start on page boundaries, so each can be placed on its own node.
 #pragma once
 
 #include <atomic>
@@ -17,7 +20,7 @@
 namespace conflux {
 
 inline constexpr uint64_t kSegmentMagic = 0x43465853484d3031ull;  // "CFXSHM01"
-inline constexpr uint32_t kSegmentVersion = 2;
+inline constexpr uint32_t kSegmentVersion = 3;
 
 struct OpDescriptor {
   uint64_t seq = 0;
@@ -44,6 +47,7 @@ struct alignas(64) RankControl {
   alignas(64) std::atomic<uint64_t> arrived{0};  // last barrier this rank reached
   alignas(64) OpDescriptor desc[2];               // current op, double-buffered by sequence parity
   uint64_t cmaAddress[2];                         // the op's buffer for single-copy reads, same parity
+  int32_t domain;                                 // two-level reduction: this rank's NUMA domain
   Mailbox mailbox[2];
 };
 
@@ -55,6 +59,7 @@ struct SegmentHeader {
   uint64_t slotBytes;
   uint64_t p2pSlots;
   uint64_t p2pSlotBytes;
+  uint32_t domains;  // 0 or >= 2
   alignas(64) std::atomic<int32_t> poisonedBy;  // 0: healthy; r+1: rank r failed
   int32_t poisonStatus;
   char poisonMessage[256];
@@ -65,10 +70,12 @@ struct Layout {
   size_t slotBytes = 0;
   size_t p2pSlots = 0;
   size_t p2pSlotBytes = 0;
+  uint32_t domains = 0;
 
   size_t controlOffset() const;
   size_t slotsOffset() const;
   size_t scratchOffset() const;
+  size_t domainsOffset() const;
   size_t channelsOffset() const;
   size_t channelStride() const;
   size_t totalBytes() const;

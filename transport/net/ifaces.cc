@@ -10,39 +10,6 @@
 
 namespace conflux::net {
 
-IfaceFilter IfaceFilter::parse(const std::string& spec) {
-  IfaceFilter f;
-  std::string s = spec;
-  if (!s.empty() && s[0] == '^') {
-    f.exclude = true;
-    s.erase(0, 1);
-  }
-  if (!s.empty() && s[0] == '=') {
-    f.exact = true;
-    s.erase(0, 1);
-  }
-  size_t start = 0;
-  while (start <= s.size()) {
-    size_t comma = s.find(',', start);
-    std::string name = s.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-    if (!name.empty()) f.names.push_back(name);
-    if (comma == std::string::npos) break;
-    start = comma + 1;
-  }
-  return f;
-}
-
-bool IfaceFilter::matches(const std::string& ifname) const {
-  bool hit = false;
-  for (const auto& n : names) {
-    if (exact ? ifname == n : ifname.rfind(n, 0) == 0) {
-      hit = true;
-      break;
-    }
-  }
-  return exclude ? !hit : hit;
-}
-
 std::vector<Iface> listInterfaces() {
   std::vector<Iface> v4, v6;
   ifaddrs* list = nullptr;
@@ -86,7 +53,7 @@ std::vector<Iface> selectInterfaces(const std::vector<Iface>& all, const IfaceFi
   return out;
 }
 
-Iface chooseInterface() {
+Iface chooseInterface(const std::string& preferred) {
   std::string spec = env::getString("CFX_SOCKET_IFNAME");
   auto all = listInterfaces();
   auto chosen = selectInterfaces(all, IfaceFilter::parse(spec));
@@ -95,6 +62,9 @@ Iface chooseInterface() {
     for (const auto& i : all) names += (names.empty() ? "" : ", ") + i.name;
     throw Error(Status::kInvalidArgument, "no network interface matches CFX_SOCKET_IFNAME='" + spec +
                                               "' (interfaces up: " + (names.empty() ? "none" : names) + ")");
+  }
+  for (const auto& i : chosen) {
+    if (!preferred.empty() && i.name == preferred) return i;
   }
   return chosen.front();
 }

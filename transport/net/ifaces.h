@@ -9,19 +9,12 @@
 #include <string>
 #include <vector>
 
+#include "common/name_filter.h"
 #include "transport/socket/socket.h"
 
 namespace conflux::net {
 
-struct IfaceFilter {
-  bool exclude = false;
-  bool exact = false;
-  std::vector<std::string> names;
-
-  static IfaceFilter parse(const std::string& spec);
-  bool matches(const std::string& ifname) const;
-  bool empty() const { return names.empty(); }
-};
+using IfaceFilter = NameFilter;
 
 struct Iface {
   std::string name;
@@ -33,8 +26,9 @@ struct Iface {
 std::vector<Iface> listInterfaces();
 // The interfaces `filter` selects from `all` (the default rules when the filter is empty).
 std::vector<Iface> selectInterfaces(const std::vector<Iface>& all, const IfaceFilter& filter);
-// The first interface CFX_SOCKET_IFNAME selects on this host; throws Error(kInvalidArgument)
-// naming the available interfaces when none matches.
-Iface chooseInterface();
+// The interface CFX_SOCKET_IFNAME selects on this host: `preferred` (the plan's NIC) when it is
+// among them, else the first; throws Error(kInvalidArgument) naming the available interfaces when
+// none matches.
+Iface chooseInterface(const std::string& preferred = "");
 
 }  // namespace conflux::net

@@ -42,7 +42,7 @@ void tune(const Socket& s) {
 
 std::map<int, std::vector<Socket>> connectAll(const TransportSetup& setup, int nsocks) {
   const int me = setup.rank;
-  Iface iface = chooseInterface();
+  Iface iface = chooseInterface(setup.nicIsRdma ? std::string() : setup.nic);
   Socket listener = listenOn(iface.addr);
   SockAddr mine = localAddress(listener);
   logInfo("NET/TCP rank " + std::to_string(me) + " listens on " + iface.name + " " + mine.str());

@@ -73,6 +73,11 @@ struct TransportSetup {
   std::function<void()> wake;
   // Describes a rank for messages ("rank 3 (host b, pid 42)").
   std::function<std::string(int)> describeRank;
+  // The NIC the topology plan chose for this rank (topology/plan.h), or empty: TCP uses that
+  // interface when CFX_SOCKET_IFNAME selects it; UCX restricts itself to that RDMA device (port 1)
+  // unless UCX_NET_DEVICES is set.
+  std::string nic;
+  bool nicIsRdma = false;
 };
 
 class Transport {

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <condition_variable>
+#include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <map>
@@ -59,6 +60,14 @@ class UcxTransport final : public Transport {
     params.features = UCP_FEATURE_TAG | UCP_FEATURE_WAKEUP;
     ucp_config_t* cfg = nullptr;
     check(ucp_config_read(nullptr, nullptr, &cfg), "ucp_config_read");
+    if (s.nicIsRdma && !s.nic.empty() && std::getenv("UCX_NET_DEVICES") == nullptr) {
+      // The plan's RDMA device, as NCCL picks one HCA per GPU; UCX_NET_DEVICES overrides.
+      std::string dev = s.nic + ":1";
+      if (ucp_config_modify(cfg, "NET_DEVICES", dev.c_str()) != UCS_OK) {
+        ucp_config_release(cfg);
+        throw Error(Status::kSystemError, "UCX: cannot restrict NET_DEVICES to " + dev);
+      }
+    }
     ucs_status_t st = ucp_init(&params, cfg, &ctx_);
     ucp_config_release(cfg);
     check(st, "ucp_init");

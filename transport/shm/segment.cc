@@ -58,7 +58,7 @@ Segment& Segment::operator=(Segment&& o) noexcept {
   return *this;
 }
 
-Segment Segment::create(const std::string& name, size_t bytes) {
+Segment Segment::create(const std::string& name, size_t bytes, const std::function<void(std::byte*)>& beforeReserve) {
   Segment s;
   s.path_ = shmDir() + "/" + name;
   size_t freeBytes = freeShmBytes();
@@ -66,22 +66,21 @@ Segment Segment::create(const std::string& name, size_t bytes) {
   int fd = ::open(s.path_.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
   if (fd < 0) throwSystemError("create shared memory " + s.path_, errno);
   s.owner_ = true;
-  // Reserve the pages now: a short /dev/shm must fail here with a clear message, not with SIGBUS
-  // on first touch in the middle of a collective.
-  int rc = posix_fallocate(fd, 0, static_cast<off_t>(bytes));
-  if (rc != 0) {
-    ::close(fd);
-    if (rc == ENOSPC) throwNoSpace(bytes, freeShmBytes());
-    throwSystemError("reserve " + mib(bytes) + " of shared memory in " + s.path_, rc);
-  }
   try {
+    if (ftruncate(fd, static_cast<off_t>(bytes)) != 0) throwSystemError("size shared memory " + s.path_, errno);
     s.base_ = mapFd(fd, bytes, s.path_);
+    s.bytes_ = bytes;
+    if (beforeReserve) beforeReserve(s.base_);
+    // Reserve the pages now: a short /dev/shm must fail here with a clear message, not with SIGBUS
+    // on first touch in the middle of a collective. (Pages come from the placement set above.)
+    int rc = posix_fallocate(fd, 0, static_cast<off_t>(bytes));
+    if (rc == ENOSPC) throwNoSpace(bytes, freeShmBytes());
+    if (rc != 0) throwSystemError("reserve " + mib(bytes) + " of shared memory in " + s.path_, rc);
   } catch (...) {
     ::close(fd);
     throw;
   }
   ::close(fd);
-  s.bytes_ = bytes;
   logTrace("created shared memory " + s.path_ + " of " + mib(bytes));
   return s;
 }

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <string>
 
 namespace conflux::shm {
@@ -18,7 +19,9 @@ class Segment {
 
   // Creates `name` (a file name, no slash) of `bytes` in CFX_SHM_DIR, reserving the memory up
   // front. Throws Error(kSystemError) naming the size needed and how to fix it if space is short.
-  static Segment create(const std::string& name, size_t bytes);
+  // `beforeReserve` runs on the mapping before any page exists (to set NUMA placement).
+  static Segment create(const std::string& name, size_t bytes,
+                        const std::function<void(std::byte*)>& beforeReserve = {});
   // Opens an existing segment and maps all of it.
   static Segment open(const std::string& name);
 

@@ -123,11 +123,14 @@ class ReduceScatterOp : public PhasedCollective {
 
 }  // namespace
 
+std::unique_ptr<Op> makeTwoLevelAllReduce(const CollArgs& a);  // ops/two_level.cc
+
 std::unique_ptr<Op> makeReducingCollective(const CollArgs& a, const Tuning& tuning, int nranks) {
   if (a.coll == Coll::kReduceScatter) return std::make_unique<ReduceScatterOp>(a);
   if (tuning.choose(a.count * reduce::dataTypeSize(a.datatype), nranks) == Algo::kDirect) {
     return std::make_unique<DirectAllReduceOp>(a);
   }
+  if (tuning.domains >= 2) return makeTwoLevelAllReduce(a);
   return std::make_unique<AllReduceOp>(a);
 }
 

@@ -78,7 +78,8 @@ std::string Tuning::describe(int nranks) const {
   }
   (void)nranks;
   return "mailbox up to 1 KiB of input per rank; AllReduce/Reduce direct up to " + std::to_string(kDirectMaxDefault) +
-         " bytes, then rsag; AllGather/AlltoAll/Broadcast single-copy " +
+         " bytes, then " + (domains >= 2 ? "two-level rsag over " + std::to_string(domains) + " NUMA domains" : std::string("rsag")) +
+         "; AllGather/AlltoAll/Broadcast single-copy " +
          (cma ? "from " + std::to_string(cmaMinBytes) + " bytes" : std::string("off (CFX_CMA)"));
 }
 

@@ -7,7 +7,8 @@
 //   rsag:   reduce-scatter then all-gather inside shared memory: each rank reduces 1/n of the
 //           chunk into a shared scratch, then copies the whole result out. Each rank reads
 //           about 2.5 x the message, whatever n: best for large messages on many ranks.
-// CFX_ALGO forces one; CFX_DIRECT_MAX_BYTES moves the threshold.
+// CFX_ALGO forces one; CFX_DIRECT_MAX_BYTES moves the threshold. On a host whose ranks span two
+// or more NUMA domains (topology/plan.h), rsag is two-level: inside each domain, then across.
 //
 // Every collective whose per-rank input fits a 1 KiB mailbox takes the mailbox path instead
 // (ops/latency.cc), unless CFX_ALGO forces an algorithm. Large AllGather, AlltoAll and Broadcast
@@ -32,6 +33,8 @@ struct Tuning {
   size_t directMaxBytes = 0;  // 0: the built-in rule
   bool cma = false;           // single-copy AllGather/AlltoAll/Broadcast allowed (CFX_CMA)
   size_t cmaMinBytes = 0;     // from this many bytes (CFX_CMA_MIN_BYTES)
+  // NUMA domains of a two-level rsag (ops/two_level.cc), from the topology plan; 0: flat.
+  int domains = 0;
   // AllGather and Broadcast stop using it here: beyond, the staged path with streaming stores
   // moves less memory (measured; perf/RESULTS.md).
   static constexpr size_t kCmaMaxGatherBytes = 16 << 20;
