@@ -424,7 +424,20 @@ class UcxTransport final : public Transport {
 
   // Normal teardown: flush-close every endpoint (bounded), then cancel what is left.
   void closeAll() {
-    if (!shutDown_) sendNotices(std::string(1, kByeMark));
+    if (!shutDown_) {
+      sendNotices(std::string(1, kByeMark));
+      // Close only once every peer has said goodbye too (bounded): a peer says it after its last
+      // operation completed, so by then it holds everything this rank sent. Closing earlier let a
+      // goodbye and the endpoint error overtake eager data still on its way over another lane,
+      // failing the peer's receive (seen in MultiHostSplit under ASan).
+      auto until = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+      while (std::chrono::steady_clock::now() < until) {
+        bool all = true;
+        for (auto& [p, ep] : eps_) all = all && (bye_.count(p) > 0 || lost_.count(p) > 0);
+        if (all) break;
+        if (ucp_worker_progress(worker_) == 0) std::this_thread::sleep_for(std::chrono::microseconds(200));
+      }
+    }
     std::vector<Op*> recvs;  // cancelling may run the callback, which edits inflight_
     for (auto& [op, p] : inflight_) {
       if (!op->send) recvs.push_back(op);
