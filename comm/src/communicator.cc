@@ -132,7 +132,8 @@ Communicator::Communicator(uint64_t hash, int rank, std::vector<pid_t> pids, Hos
     // by closing the connections.
     if (!transport_) return;
     ctx_->poison(o.status, o.message);
-    transport_->shutdown(hosts_.describe(rank_) + " failed: " + o.message);
+    // The peers attribute the notice to this rank (transport/net/notice.h).
+    transport_->shutdown(o.message);
   });
   hier_.hosts = &hosts_;
   hier_.tuning = &tuning_;
@@ -149,7 +150,7 @@ Communicator::~Communicator() {
 
 void Communicator::abort() {
   ctx_->abort();
-  if (transport_) transport_->shutdown(hosts_.describe(rank_) + " aborted its communicator");
+  if (transport_) transport_->shutdown("it aborted its communicator");
 }
 
 void Communicator::connectNetwork(const Exchange& exchange, std::chrono::milliseconds timeout) {

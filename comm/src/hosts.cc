@@ -30,8 +30,10 @@ bool HostMap::uniform() const {
 
 std::string HostMap::describe(int rank) const {
   if (rank < 0 || rank >= nranks()) return "rank " + std::to_string(rank);
-  std::string name = names[hostOf[rank]];
-  if (name.size() > 48) name = name.substr(0, 48) + "...";
+  // A host's identity is hostname/boot id/network namespace; the host number already tells
+  // apart hosts that share a hostname, so messages show only the hostname.
+  std::string name = names[hostOf[rank]].substr(0, names[hostOf[rank]].find('/'));
+  if (name.size() > 32) name = name.substr(0, 32) + "...";
   return "rank " + std::to_string(rank) + " (host " + std::to_string(hostOf[rank]) + " '" + name + "')";
 }
 

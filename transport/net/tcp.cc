@@ -17,6 +17,7 @@
 
 #include "common/env.h"
 #include "common/log.h"
+#include "transport/net/notice.h"
 #include "transport/net/tcp_wire.h"
 
 namespace conflux::net {
@@ -211,7 +212,7 @@ class TcpTransport final : public Transport {
     if (!why.empty() && !shutDown_) {
       shutDown_ = true;
       for (auto& [p, peer] : peers_) {
-        if (!peer.lost) sendNotice(peer, why);
+        if (!peer.lost) sendNotice(peer, noticeText(why, rootCause_));
       }
       failAll(why);
       std::lock_guard<std::mutex> lock(mu_);
@@ -408,7 +409,9 @@ class TcpTransport final : public Transport {
         std::string msg = tcp::checkFrame(h).empty() && h.chunkBytes == kNoticeBytes
                               ? std::string(peer.notice.data() + sizeof(h), strnlen(peer.notice.data() + sizeof(h), kNoticeBytes))
                               : std::string("(malformed notice)");
-        loseWith(c.peer, setup_.describeRank(c.peer) + " failed: " + msg);
+        NoticeFailure f = noticeFailure(msg, setup_.describeRank(c.peer));
+        if (rootCause_.empty()) rootCause_ = f.root;
+        loseWith(c.peer, f.message);
         return true;
       }
       if (r == 0 || (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
@@ -486,6 +489,7 @@ class TcpTransport final : public Transport {
   std::vector<uint64_t> sendSeq_, recvSeq_;
   bool stop_ = false;
   std::string shutdownWhy_;
+  std::string rootCause_;  // the first failure a peer's notice reported: relayed, not re-wrapped
 
   std::thread thread_;
 };

@@ -15,6 +15,7 @@
 #include <ucp/api/ucp.h>
 
 #include "common/log.h"
+#include "transport/net/notice.h"
 
 namespace conflux::net {
 
@@ -213,7 +214,7 @@ class UcxTransport final : public Transport {
     }
     if (!why.empty() && !shutDown_) {
       shutDown_ = true;
-      sendNotices(why);
+      sendNotices(noticeText(why, rootCause_));
       for (int p : setup_.peers) lose(p, why);
       std::lock_guard<std::mutex> lock(mu_);
       shutdownDone_ = true;
@@ -296,7 +297,9 @@ class UcxTransport final : public Transport {
         if (buf[0] == kByeMark) {
           bye_.insert(op->peer);
         } else {
-          lose(op->peer, setup_.describeRank(op->peer) + " failed: " + std::string(buf.c_str()), true);
+          NoticeFailure f = noticeFailure(std::string(buf.c_str()), setup_.describeRank(op->peer));
+          if (rootCause_.empty()) rootCause_ = f.root;
+          lose(op->peer, f.message, true);
         }
       }
       release(op);
@@ -501,6 +504,7 @@ class UcxTransport final : public Transport {
   std::vector<uint64_t> sendSeq_, recvSeq_;
   bool stop_ = false;
   std::string shutdownWhy_;
+  std::string rootCause_;  // the first failure a peer's notice reported: relayed, not re-wrapped
 
   std::thread thread_;
 };
