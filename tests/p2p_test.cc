@@ -131,5 +131,30 @@ TEST(P2p, SizeMismatchIsAnError) {
   }, o);
 }
 
+// The same mismatch inside a group: cfxGroupEnd fails, and the reason is the communicator's last
+// error as well as the thread's (a C user asks cfxGetLastError(comm) of the communicator).
+TEST(P2p, GroupFailureIsTheCommunicatorsLastError) {
+  RunOptions o;
+  o.env = {"CFX_TIMEOUT=20"};
+  runRanks(2, [](Rank& rk) {
+    std::vector<uint8_t> in(1000), out(1000, 7);
+    const int peer = 1 - rk.rank;
+    CFX_ASSERT_OK(cfxGroupStart());
+    CFX_ASSERT_OK(cfxSend(out.data(), rk.rank == 0 ? 400 : 800, cfxUint8, peer, rk.comm, nullptr));
+    CFX_ASSERT_OK(cfxRecv(in.data(), 800, cfxUint8, peer, rk.comm, nullptr));
+    cfxResult_t r = cfxGroupEnd();
+    if (rk.rank == 1) {
+      EXPECT_EQ(r, cfxInvalidUsage) << cfxGetErrorString(r);
+      std::string commErr = cfxGetLastError(rk.comm);
+      EXPECT_NE(commErr.find("cfxGroupEnd: "), std::string::npos) << commErr;
+      EXPECT_NE(commErr.find("rank 0 sent 400 bytes"), std::string::npos) << commErr;
+      EXPECT_EQ(commErr, std::string(cfxGetLastError(nullptr)));
+    } else if (r != cfxSuccess) {
+      EXPECT_NE(std::string(cfxGetLastError(rk.comm)).find("cfxGroupEnd: "), std::string::npos)
+          << cfxGetLastError(rk.comm);
+    }
+  }, o);
+}
+
 }  // namespace
 }  // namespace cfxtest

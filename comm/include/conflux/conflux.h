@@ -110,7 +110,8 @@ typedef struct {
 /* Version and errors. */
 CFX_API cfxResult_t cfxGetVersion(int* version);
 CFX_API const char* cfxGetErrorString(cfxResult_t result);
-/* The last error message of `comm`; with comm == NULL, the calling thread's last error. */
+/* The last error message of `comm`; with comm == NULL, the calling thread's last error. A failed
+ * cfxGroupEnd sets it on every communicator of the group. */
 CFX_API const char* cfxGetLastError(cfxComm_t comm);
 
 /* Communicator creation and teardown. */

@@ -48,6 +48,28 @@ std::vector<CommBatch> batchesByComm(std::vector<PendingOp>& ops) {
   return out;
 }
 
+// Runs each communicator's batch of a group; throws the first failure.
+void runBatches(std::vector<CommBatch>& batches, const std::vector<std::unique_ptr<CommRef>>& refs) {
+  if (batches.size() == 1 && batches[0].blocking) {
+    (*refs[0])->engine().runBlocking(std::move(batches[0].batch)).raise();
+    return;
+  }
+  // Several communicators: all batches go to their progress threads at once, so operations on
+  // different communicators that depend on each other cannot deadlock, then we wait.
+  std::vector<std::shared_ptr<Completion>> waits;
+  for (size_t i = 0; i < batches.size(); ++i) {
+    auto done = batches[i].blocking ? std::make_shared<Completion>() : nullptr;
+    (*refs[i])->engine().enqueue(std::move(batches[i].batch), done);
+    if (done) waits.push_back(done);
+  }
+  Outcome first;
+  for (auto& w : waits) {
+    Outcome o = w->wait();
+    if (first.ok() && !o.ok()) first = o;
+  }
+  first.raise();
+}
+
 }  // namespace
 
 bool inGroup() { return tlsGroup.depth > 0; }
@@ -77,24 +99,14 @@ void groupEnd() {
   std::vector<std::unique_ptr<CommRef>> refs;
   for (auto& b : batches) refs.push_back(std::make_unique<CommRef>(b.comm));
 
-  if (batches.size() == 1 && batches[0].blocking) {
-    (*refs[0])->engine().runBlocking(std::move(batches[0].batch)).raise();
-    return;
+  // A failure is also each communicator's last error, not only this thread's: the caller asks
+  // cfxGetLastError(comm) of the communicator that failed.
+  try {
+    runBatches(batches, refs);
+  } catch (const Error& e) {
+    for (auto& b : batches) recordError(b.comm, std::string("cfxGroupEnd: ") + e.what());
+    throw;
   }
-  // Several communicators: all batches go to their progress threads at once, so operations on
-  // different communicators that depend on each other cannot deadlock, then we wait.
-  std::vector<std::shared_ptr<Completion>> waits;
-  for (size_t i = 0; i < batches.size(); ++i) {
-    auto done = batches[i].blocking ? std::make_shared<Completion>() : nullptr;
-    (*refs[i])->engine().enqueue(std::move(batches[i].batch), done);
-    if (done) waits.push_back(done);
-  }
-  Outcome first;
-  for (auto& w : waits) {
-    Outcome o = w->wait();
-    if (first.ok() && !o.ok()) first = o;
-  }
-  first.raise();
 }
 
 void submit(cfxComm_t comm, Communicator& impl, cfxStream_t stream, std::unique_ptr<Op> op) {

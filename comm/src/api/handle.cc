@@ -66,13 +66,15 @@ const char* lastError(cfxComm_t comm) {
   return comm->lastError;
 }
 
+void recordError(cfxComm_t comm, const std::string& msg) {
+  std::lock_guard<std::mutex> lock(comm->errorMu);
+  store(comm->lastError, sizeof(comm->lastError), msg);
+}
+
 cfxResult_t fail(const char* fn, cfxComm_t comm, Status status, const std::string& what) {
   std::string msg = std::string(fn) + ": " + what;
   store(tlsLastError, sizeof(tlsLastError), msg);
-  if (comm != nullptr) {
-    std::lock_guard<std::mutex> lock(comm->errorMu);
-    store(comm->lastError, sizeof(comm->lastError), msg);
-  }
+  if (comm != nullptr) recordError(comm, msg);
   logWarn(msg + " [" + statusName(status) + "]");
   return toResult(status);
 }

@@ -49,6 +49,8 @@ void retire(cfxComm_t comm);
 cfxResult_t toResult(Status s);
 const char* lastError(cfxComm_t comm);
 cfxResult_t fail(const char* fn, cfxComm_t comm, Status status, const std::string& what);
+// Stores `msg` as the communicator's last error (the caller holds it alive, e.g. by a CommRef).
+void recordError(cfxComm_t comm, const std::string& msg);
 
 // Runs `body`; every exception becomes a result code plus a message for cfxGetLastError.
 template <class F>
