@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the build tree into a temporary prefix and checks what a user gets:
 # the header, the library exporting only cfx* symbols, cfxrun in bin/, a C program built with
-# `pkg-config --cflags --libs conflux` alone, and a CMake project using find_package(Conflux).
+# `pkg-config --cflags --libs conflux` alone, and a CMake project using find_package(Conflux);
+# installed binaries run with no LD_LIBRARY_PATH.
 set -euo pipefail
 build_dir="$1"
 src_dir="$2"
@@ -18,6 +19,14 @@ lib="$(ls "$prefix"/lib*/libconflux.so* | head -n1)"
 bad="$(nm -D --defined-only "$lib" | awk '{print $3}' | grep -v '^cfx' || true)"
 if [ -n "$bad" ]; then echo "exported symbols without the cfx prefix:"; echo "$bad"; exit 1; fi
 nm -D --defined-only "$lib" | grep -q ' cfxAllReduce$' || { echo "cfxAllReduce not exported"; exit 1; }
+
+# Installed binaries and libraries find their libraries through an $ORIGIN-relative RPATH.
+for f in "$prefix"/bin/* "$prefix"/lib*/libconflux*.so; do
+  [ "$(head -c 4 "$f" | tail -c 3)" = "ELF" ] || continue  # scripts (cfx-perf-compare)
+  missing="$(env -u LD_LIBRARY_PATH ldd "$f" | grep 'not found' || true)"
+  if [ -n "$missing" ]; then echo "$f does not find its libraries without LD_LIBRARY_PATH:"; echo "$missing"; exit 1; fi
+done
+env -u LD_LIBRARY_PATH "$prefix/bin/cfxrun" -n 2 -- /bin/true || { echo "installed cfxrun does not run"; exit 1; }
 
 pcdir="$(dirname "$(ls "$prefix"/lib*/pkgconfig/conflux.pc)")"
 export PKG_CONFIG_PATH="$pcdir"

@@ -1,0 +1,11 @@
+"""FSDP2 (fully_shard) on the 'conflux' backend equals one process (fsdp_worker.py)."""
+import pytest
+
+import launch
+
+
+@pytest.mark.parametrize("nranks", [1, 2, 3, 4])
+def test_fully_shard_matches_one_process(nranks):
+    result = launch.run("fsdp_worker.py", nranks, timeout=300)
+    launch.assert_ok(result)
+    print(result.outputs[0])

@@ -1,0 +1,110 @@
+// c10d::Backend over Conflux's public C API: each method checks its arguments on the caller's
+// thread (a bad argument raises RuntimeError there and nothing is queued), then posts a closure of
+// blocking cfx* calls to the worker, which runs them in issue order. Methods Conflux has no
+// collective for (gather, scatter, uneven alltoall, alltoall of lists) are grouped Send/Recv, as
+// NCCL's users build them. Coalescing (batch_isend_irecv, _coalescing_manager) runs the
+// collected operations as one cfxGroupStart/End.
+#pragma once
+
+#include <torch/csrc/distributed/c10d/Backend.hpp>
+#include <torch/csrc/distributed/c10d/Store.hpp>
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "comm.h"
+#include "work.h"
+#include "worker.h"
+
+namespace torch_conflux {
+
+// One operation as the worker runs it: it makes its temporaries (a premultiplied or concatenated
+// input, a flat output) and issues its Conflux calls, and returns the Finish that copies results
+// out and releases the temporaries. Inside a group the calls are only queued, so every Finish runs
+// after cfxGroupEnd.
+using Finish = std::function<void()>;
+using Op = std::function<Finish()>;
+
+class ConfluxBackend : public c10d::Backend {
+ public:
+  ConfluxBackend(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size, std::chrono::milliseconds timeout);
+  ~ConfluxBackend() override;
+
+  // The creator torch.distributed.Backend.register_backend calls: (store, rank, size, timeout).
+  static c10::intrusive_ptr<c10d::Backend> create(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
+                                                  const std::chrono::duration<float>& timeout);
+
+  const std::string getBackendName() const override { return "conflux"; }
+  bool supportsCoalescing() const override { return true; }
+  void startCoalescing() override;
+  c10::intrusive_ptr<c10d::Work> endCoalescing() override;
+
+  c10::intrusive_ptr<c10d::Work> broadcast(std::vector<at::Tensor>& tensors, const c10d::BroadcastOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> allreduce(std::vector<at::Tensor>& tensors, const c10d::AllreduceOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> allreduce_coalesced(std::vector<at::Tensor>& tensors,
+                                                     const c10d::AllreduceCoalescedOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> reduce(std::vector<at::Tensor>& tensors, const c10d::ReduceOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> allgather(std::vector<std::vector<at::Tensor>>& outputs,
+                                           std::vector<at::Tensor>& inputs, const c10d::AllgatherOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> _allgather_base(at::Tensor& output, at::Tensor& input,
+                                                 const c10d::AllgatherOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> allgather_coalesced(std::vector<std::vector<at::Tensor>>& outputLists,
+                                                     std::vector<at::Tensor>& inputs,
+                                                     const c10d::AllgatherOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> allgather_into_tensor_coalesced(std::vector<at::Tensor>& outputs,
+                                                                 std::vector<at::Tensor>& inputs,
+                                                                 const c10d::AllgatherOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> gather(std::vector<std::vector<at::Tensor>>& outputs, std::vector<at::Tensor>& inputs,
+                                        const c10d::GatherOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> scatter(std::vector<at::Tensor>& outputs, std::vector<std::vector<at::Tensor>>& inputs,
+                                         const c10d::ScatterOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> reduce_scatter(std::vector<at::Tensor>& outputs,
+                                                std::vector<std::vector<at::Tensor>>& inputs,
+                                                const c10d::ReduceScatterOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> _reduce_scatter_base(at::Tensor& output, at::Tensor& input,
+                                                      const c10d::ReduceScatterOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> reduce_scatter_tensor_coalesced(std::vector<at::Tensor>& outputs,
+                                                                 std::vector<at::Tensor>& inputs,
+                                                                 const c10d::ReduceScatterOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> alltoall_base(at::Tensor& output, at::Tensor& input,
+                                               std::vector<int64_t>& outputSplits, std::vector<int64_t>& inputSplits,
+                                               const c10d::AllToAllOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> alltoall(std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
+                                          const c10d::AllToAllOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> send(std::vector<at::Tensor>& tensors, int dstRank, int tag) override;
+  c10::intrusive_ptr<c10d::Work> recv(std::vector<at::Tensor>& tensors, int srcRank, int tag) override;
+  c10::intrusive_ptr<c10d::Work> barrier(const c10d::BarrierOptions& opts) override;
+
+  // Normal close (destroy_process_group): runs what is queued, destroys the communicator.
+  void shutdown() override;
+  // Fails what is in progress and queued at once, then closes.
+  void abort() override;
+
+ private:
+  // Posts `ops` (one cfxGroupStart/End around several) or adds them to the open coalescing group,
+  // and returns their Work.
+  c10::intrusive_ptr<c10d::Work> enqueue(c10d::OpType type, const char* title, std::vector<at::Tensor> outputs,
+                                         std::vector<Op> ops, const char* method);
+  // The operations, shared by the plain and the coalesced forms of a method.
+  Op allreduceOp(const char* method, const at::Tensor& t, const c10d::ReduceOp& op);
+  Op allgatherOp(const char* method, const std::vector<at::Tensor>& outputs, const at::Tensor& input);
+  Op allgatherBaseOp(const char* method, const at::Tensor& output, const at::Tensor& input);
+  Op reduceScatterBaseOp(const char* method, const at::Tensor& output, const at::Tensor& input,
+                         const c10d::ReduceOp& op);
+  // A worker task that runs `ops`, inside cfxGroupStart/End when there are several.
+  Worker::Task run(const char* method, std::vector<Op> ops);
+
+  std::shared_ptr<Communicator> comm_;
+  bool spin_;
+  Worker worker_;
+  std::mutex coalesceMutex_;
+  bool coalescing_ = false;
+  std::vector<Op> coalesced_;
+  c10::intrusive_ptr<ConfluxWork> coalescedWork_;
+};
+
+}  // namespace torch_conflux

@@ -1,0 +1,18 @@
+// The extension module torch_conflux._C: the backend's creator for register_backend, and the
+// library's version.
+#include <pybind11/chrono.h>
+#include <torch/python.h>
+
+#include "backend.h"
+
+PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
+  m.doc() = "Conflux as a torch.distributed backend";
+  m.def("create_backend", &torch_conflux::ConfluxBackend::create, pybind11::arg("store"), pybind11::arg("rank"),
+        pybind11::arg("size"), pybind11::arg("timeout"), pybind11::call_guard<pybind11::gil_scoped_release>(),
+        "Creates the Conflux backend of one process group (torch calls this).");
+  m.def("version", [] {
+    int v = 0;
+    cfxGetVersion(&v);
+    return v;
+  });
+}

@@ -1,0 +1,52 @@
+// The backend's worker: one thread that runs the process group's operations in issue order (every
+// rank issues the same sequence, as Conflux requires), so a method returns at once and async_op=True
+// overlaps with the caller's compute. An operation is a closure making blocking Conflux calls on
+// this thread; it throws on failure, and its Work carries the error.
+#pragma once
+
+#include <c10/util/intrusive_ptr.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <thread>
+
+#include "work.h"
+
+namespace torch_conflux {
+
+class Worker {
+ public:
+  using Task = std::function<void()>;
+
+  // spin: poll briefly for new work before sleeping (when this job's ranks fit on the CPUs).
+  explicit Worker(bool spin);
+  ~Worker();  // stop()
+  Worker(const Worker&) = delete;
+  Worker& operator=(const Worker&) = delete;
+
+  void post(c10::intrusive_ptr<ConfluxWork> work, Task task);
+  // Runs what is queued, then joins the thread. Idempotent.
+  void stop() noexcept;
+
+ private:
+  struct Item {
+    c10::intrusive_ptr<ConfluxWork> work;
+    Task task;
+  };
+  void loop();
+  bool waitForWork(std::unique_lock<std::mutex>& lock);
+
+  const bool spin_;
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  std::deque<Item> queue_;
+  bool stopping_ = false;
+  std::atomic<uint64_t> posted_{0};
+  std::atomic<bool> sleeping_{false};
+  std::thread thread_;
+};
+
+}  // namespace torch_conflux
