@@ -65,6 +65,8 @@ def worker(args):
     while size <= args.max_bytes:
         sizes.append(size)
         size *= 4
+    if sizes[-1] != args.max_bytes:
+        sizes.append(args.max_bytes)  # 8 B x 4^k passes 128 MiB; the largest asked for is measured too
     for size in sizes:
         t = torch.ones(size // 4, dtype=torch.float32)
         iters = max(3, min(2000, int(2e8 // max(size, 1 << 16) // 8)))
@@ -147,19 +149,20 @@ def main():
     p.add_argument("--cfx-perf", default="", help="build/perf: also run the C API's all_reduce_perf at 8 B")
     p.add_argument("--out", default="", help="write the tables (markdown) here too")
     p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
-    p.add_argument("--result", default="", help=argparse.SUPPRESS)
     args = p.parse_args()
     args.max_bytes = parse_size(args.max)
     if args.worker:
-        return worker(args)
+        return worker(argparse.Namespace(**json.loads(os.environ["CFX_TORCH_BENCH"])))
 
     lines = [f"Command: `python3 perf/torch_bench.py {' '.join(sys.argv[1:])}`", ""]
     for ranks in [int(r) for r in args.ranks.split(",")]:
         result = f"/tmp/cfx-torch-bench-{os.getpid()}-{ranks}.json"
+        # The worker's settings travel in the environment: torchrun's parser would take --max as its own.
+        settings = json.dumps({"result": result, "max_bytes": args.max_bytes, "repeat": args.repeat,
+                               "steps": args.steps})
         cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={ranks}",
-               os.path.abspath(__file__), "--worker", "--result", result, "--max", args.max,
-               "--repeat", str(args.repeat), "--steps", str(args.steps)]
-        subprocess.run(cmd, check=True, env=dict(os.environ, OMP_NUM_THREADS="1"))
+               os.path.abspath(__file__), "--worker"]
+        subprocess.run(cmd, check=True, env=dict(os.environ, OMP_NUM_THREADS="1", CFX_TORCH_BENCH=settings))
         with open(result) as f:
             r = json.load(f)
         os.unlink(result)

@@ -1,14 +1,15 @@
 """A subset of PyTorch's own distributed test suite (torch/testing/_internal/distributed/
 distributed_test.py, shipped in the wheel) run against the 'conflux' backend, driven as torch-ucc's
 test/torch_tests.py drives it: BACKEND names the plugin, and one TestCase class mixes torch's test
-base with its process spawner. SELECTED covers every backend method and DDP; the README lists what
-runs, what torch itself skips here, and why."""
+base with its process spawner. SELECTED runs (every method torch's suite tests on the CPU for a plugin
+backend, and DDP); SKIPPED_BY_TORCH lists what torch's suite skips here, and why."""
 import os
 import tempfile
 
 os.environ["BACKEND"] = "conflux"
 os.environ.setdefault("WORLD_SIZE", "3")
-os.environ.setdefault("TEMP_DIR", tempfile.mkdtemp(prefix="cfx-torch-suite-"))
+if "TEMP_DIR" not in os.environ:  # set once by the driver; the spawned ranks inherit it
+    os.environ["TEMP_DIR"] = tempfile.mkdtemp(prefix="cfx-torch-suite-")
 
 import torch_conflux  # noqa: E402,F401  registers the backend before torch's tests import
 from torch.testing._internal.common_distributed import DistTestCases  # noqa: E402
@@ -22,23 +23,39 @@ from torch.testing._internal.distributed.distributed_test import (  # noqa: E402
     DistributedTest, TestDistBackend)
 
 SELECTED = {
-    # broadcast, reduce, allreduce (sync, async, complex, subgroup), allreduce_coalesced
-    "test_broadcast", "test_reduce_sum", "test_reduce_max", "test_reduce_group_sum",
+    # broadcast, reduce, allreduce (sync, async, complex, subgroup of 3)
+    "test_broadcast", "test_reduce_sum", "test_reduce_max",
     "test_all_reduce_sum", "test_all_reduce_sum_async", "test_all_reduce_product", "test_all_reduce_min",
-    "test_all_reduce_max", "test_all_reduce_sum_complex", "test_all_reduce_group_sum",
-    "test_all_reduce_coalesced_sum", "test_all_reduce_coalesced_max",
-    # scatter, gather, allgather (and allgather_coalesced), alltoall, objects
+    "test_all_reduce_max", "test_all_reduce_sum_complex",
+    # scatter, gather, allgather, allgather_coalesced (with empty tensors)
     "test_scatter", "test_scatter_checks", "test_gather", "test_gather_checks", "test_all_gather",
     "test_all_gather_coalesced_simple", "test_all_gather_coalesced_with_empty",
-    "test_all_to_all_single_equal_split", "test_all_to_all_single_unequal_split", "test_all_to_all",
-    "test_all_gather_object_default_pg", "test_broadcast_object_list", "test_scatter_object_list",
-    # send/recv, isend/irecv, batch_isend_irecv, barrier
-    "test_send_recv", "test_send_recv_with_tag", "test_isend", "test_irecv", "test_batch_isend_irecv_gloo",
-    "test_batch_isend_irecv_op_err", "test_barrier",
+    # send/recv, isend/irecv, barrier
+    "test_send_recv", "test_send_recv_with_tag", "test_isend", "test_irecv", "test_barrier",
     # DDP
     "test_DistributedDataParallelCPU", "test_DistributedDataParallelCPU_grad_is_view",
-    "test_DistributedDataParallel_requires_grad", "test_ddp_sync_module_states", "test_ddp_create_graph",
-    "test_ddp_zero_output_features", "test_ddp_inference", "test_ddp_namedtuple",
+    "test_DistributedDataParallel_requires_grad", "test_ddp_create_graph",
+}
+
+# Chosen too, but torch's suite skips them for this backend on this machine (so they are not spawned):
+# their methods are covered by test_collectives.py's matrix and test_ddp.py.
+SKIPPED_BY_TORCH = {
+    "test_all_reduce_coalesced_sum": "runs for BACKEND == 'gloo' only",
+    "test_all_reduce_coalesced_max": "runs for BACKEND == 'gloo' only",
+    "test_scatter_object_list": "runs for BACKEND == 'gloo' only",
+    "test_all_gather_object_default_pg": "runs for gloo, nccl and ucc only",
+    "test_broadcast_object_list": "runs for gloo, nccl and ucc only",
+    "test_ddp_namedtuple": "runs for gloo, nccl and ucc only",
+    "test_all_to_all": "on the CPU, MPI only",
+    "test_all_to_all_single_equal_split": "on the CPU, MPI only",
+    "test_all_to_all_single_unequal_split": "on the CPU, MPI only",
+    "test_batch_isend_irecv_gloo": "runs for BACKEND == 'gloo' only",
+    "test_batch_isend_irecv_op_err": "NCCL only",
+    "test_ddp_inference": "needs 2 CUDA devices",
+    "test_ddp_sync_module_states": "needs 2 CUDA devices",
+    "test_ddp_zero_output_features": "needs 3 CUDA devices",
+    "test_all_reduce_group_sum": "skipped for small world sizes",
+    "test_reduce_group_sum": "skipped for small world sizes",
 }
 
 

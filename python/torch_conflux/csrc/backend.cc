@@ -107,7 +107,7 @@ Worker::Task ConfluxBackend::run(const char* method, std::vector<Op> ops) {
 }
 
 c10::intrusive_ptr<c10d::Work> ConfluxBackend::enqueue(OpType type, const char* title, std::vector<at::Tensor> outputs,
-                                                       std::vector<Op> ops, const char* method) {
+                                                       std::vector<Op> ops, const char* method, bool asyncOp) {
   {
     std::lock_guard<std::mutex> lock(coalesceMutex_);
     if (coalescing_) {
@@ -117,7 +117,8 @@ c10::intrusive_ptr<c10d::Work> ConfluxBackend::enqueue(OpType type, const char* 
     }
   }
   auto work = c10::make_intrusive<ConfluxWork>(rank_, type, title, std::move(outputs), spin_);
-  worker_.post(work, run(method, std::move(ops)));
+  Worker::Task task = run(method, std::move(ops));
+  if (asyncOp || !worker_.runInlineIfIdle(work, task)) worker_.post(work, std::move(task));
   return work;
 }
 
@@ -169,7 +170,7 @@ c10::intrusive_ptr<c10d::Work> ConfluxBackend::allreduce(std::vector<at::Tensor>
                                                          const c10d::AllreduceOptions& opts) {
   checkSingle("allreduce", tensors);
   return enqueue(OpType::ALLREDUCE, "conflux:all_reduce", tensors,
-                 {allreduceOp("allreduce", tensors[0], opts.reduceOp)}, "allreduce");
+                 {allreduceOp("allreduce", tensors[0], opts.reduceOp)}, "allreduce", opts.asyncOp);
 }
 
 c10::intrusive_ptr<c10d::Work> ConfluxBackend::allreduce_coalesced(std::vector<at::Tensor>& tensors,
@@ -177,7 +178,7 @@ c10::intrusive_ptr<c10d::Work> ConfluxBackend::allreduce_coalesced(std::vector<a
   std::vector<Op> ops;
   for (const auto& t : tensors) ops.push_back(allreduceOp("allreduce_coalesced", t, opts.reduceOp));
   return enqueue(OpType::ALLREDUCE_COALESCED, "conflux:all_reduce_coalesced", tensors, std::move(ops),
-                 "allreduce_coalesced");
+                 "allreduce_coalesced", opts.asyncOp);
 }
 
 c10::intrusive_ptr<c10d::Work> ConfluxBackend::reduce(std::vector<at::Tensor>& tensors,
@@ -193,7 +194,7 @@ c10::intrusive_ptr<c10d::Work> ConfluxBackend::reduce(std::vector<at::Tensor>& t
     c->check(cfxReduce(ptr(in), ptr(t), t.numel(), dt, spec.op, root, c->get(), nullptr), "reduce");
     return keep(in);
   };
-  return enqueue(OpType::REDUCE, "conflux:reduce", tensors, {std::move(op)}, "reduce");
+  return enqueue(OpType::REDUCE, "conflux:reduce", tensors, {std::move(op)}, "reduce", opts.asyncOp);
 }
 
 Op ConfluxBackend::reduceScatterBaseOp(const char* method, const at::Tensor& output, const at::Tensor& input,
@@ -224,7 +225,7 @@ c10::intrusive_ptr<c10d::Work> ConfluxBackend::reduce_scatter(std::vector<at::Te
   if (adjacent(list)) {
     return enqueue(OpType::REDUCE_SCATTER, "conflux:reduce_scatter", outputs,
                    {reduceScatterBaseOp(method, out.view(-1), flatView(list, out.numel() * size_), opts.reduceOp)},
-                   method);
+                   method, opts.asyncOp);
   }
   const ReduceSpec spec = reduceOp(method, opts.reduceOp, out.scalar_type());
   const cfxDataType_t dt = reductionType(method, out.scalar_type());
@@ -235,14 +236,14 @@ c10::intrusive_ptr<c10d::Work> ConfluxBackend::reduce_scatter(std::vector<at::Te
     c->check(cfxReduceScatter(ptr(in), ptr(out), out.numel(), dt, spec.op, c->get(), nullptr), "reduce_scatter");
     return keep(in);
   };
-  return enqueue(OpType::REDUCE_SCATTER, "conflux:reduce_scatter", outputs, {std::move(op)}, method);
+  return enqueue(OpType::REDUCE_SCATTER, "conflux:reduce_scatter", outputs, {std::move(op)}, method, opts.asyncOp);
 }
 
 c10::intrusive_ptr<c10d::Work> ConfluxBackend::_reduce_scatter_base(at::Tensor& output, at::Tensor& input,
                                                                     const c10d::ReduceScatterOptions& opts) {
   const char* method = "reduce_scatter_tensor";
   return enqueue(OpType::_REDUCE_SCATTER_BASE, "conflux:reduce_scatter_tensor", {output},
-                 {reduceScatterBaseOp(method, output, input, opts.reduceOp)}, method);
+                 {reduceScatterBaseOp(method, output, input, opts.reduceOp)}, method, opts.asyncOp);
 }
 
 c10::intrusive_ptr<c10d::Work> ConfluxBackend::reduce_scatter_tensor_coalesced(std::vector<at::Tensor>& outputs,
@@ -255,7 +256,7 @@ c10::intrusive_ptr<c10d::Work> ConfluxBackend::reduce_scatter_tensor_coalesced(s
   for (size_t i = 0; i < outputs.size(); ++i) {
     ops.push_back(reduceScatterBaseOp(method, outputs[i], inputs[i], opts.reduceOp));
   }
-  return enqueue(OpType::COALESCED, "conflux:reduce_scatter_tensor_coalesced", outputs, std::move(ops), method);
+  return enqueue(OpType::COALESCED, "conflux:reduce_scatter_tensor_coalesced", outputs, std::move(ops), method, opts.asyncOp);
 }
 
 // ---- data movement (any dtype, as bytes) --------------------------------------------------------
@@ -271,7 +272,7 @@ c10::intrusive_ptr<c10d::Work> ConfluxBackend::broadcast(std::vector<at::Tensor>
     c->check(cfxBroadcast(ptr(t), ptr(t), nbytes(t), cfxUint8, root, c->get(), nullptr), "broadcast");
     return [] {};
   };
-  return enqueue(OpType::BROADCAST, "conflux:broadcast", tensors, {std::move(op)}, "broadcast");
+  return enqueue(OpType::BROADCAST, "conflux:broadcast", tensors, {std::move(op)}, "broadcast", opts.asyncOp);
 }
 
 Op ConfluxBackend::allgatherBaseOp(const char* method, const at::Tensor& output, const at::Tensor& input) {
@@ -307,14 +308,14 @@ c10::intrusive_ptr<c10d::Work> ConfluxBackend::allgather(std::vector<std::vector
   checkSingle("allgather", inputs);
   TORCH_CHECK(outputs.size() == 1, "conflux allgather: expects one output list, got ", outputs.size());
   return enqueue(OpType::ALLGATHER, "conflux:all_gather", outputs[0], {allgatherOp("allgather", outputs[0], inputs[0])},
-                 "allgather");
+                 "allgather", opts.asyncOp);
 }
 
 c10::intrusive_ptr<c10d::Work> ConfluxBackend::_allgather_base(at::Tensor& output, at::Tensor& input,
                                                                const c10d::AllgatherOptions& opts) {
   const char* method = "all_gather_into_tensor";
   return enqueue(OpType::_ALLGATHER_BASE, "conflux:all_gather_into_tensor", {output},
-                 {allgatherBaseOp(method, output, input)}, method);
+                 {allgatherBaseOp(method, output, input)}, method, opts.asyncOp);
 }
 
 c10::intrusive_ptr<c10d::Work> ConfluxBackend::allgather_coalesced(std::vector<std::vector<at::Tensor>>& outputLists,
@@ -336,7 +337,7 @@ c10::intrusive_ptr<c10d::Work> ConfluxBackend::allgather_coalesced(std::vector<s
     ops.push_back(allgatherOp(method, outputs, inputs[i]));
   }
   for (const auto& list : outputLists) all.insert(all.end(), list.begin(), list.end());
-  return enqueue(OpType::ALLGATHER_COALESCED, "conflux:all_gather_coalesced", all, std::move(ops), method);
+  return enqueue(OpType::ALLGATHER_COALESCED, "conflux:all_gather_coalesced", all, std::move(ops), method, opts.asyncOp);
 }
 
 c10::intrusive_ptr<c10d::Work> ConfluxBackend::allgather_into_tensor_coalesced(std::vector<at::Tensor>& outputs,
@@ -347,7 +348,7 @@ c10::intrusive_ptr<c10d::Work> ConfluxBackend::allgather_into_tensor_coalesced(s
               inputs.size(), " inputs");
   std::vector<Op> ops;
   for (size_t i = 0; i < outputs.size(); ++i) ops.push_back(allgatherBaseOp(method, outputs[i], inputs[i]));
-  return enqueue(OpType::COALESCED, "conflux:all_gather_into_tensor_coalesced", outputs, std::move(ops), method);
+  return enqueue(OpType::COALESCED, "conflux:all_gather_into_tensor_coalesced", outputs, std::move(ops), method, opts.asyncOp);
 }
 
 // ---- grouped send/recv forms --------------------------------------------------------------------
@@ -402,7 +403,7 @@ c10::intrusive_ptr<c10d::Work> ConfluxBackend::gather(std::vector<std::vector<at
                 "conflux gather: only the root passes an output list");
     ops.push_back(sendOp(comm_, method, in, 0, nbytes(in), root));
   }
-  return enqueue(OpType::GATHER, "conflux:gather", outs, std::move(ops), method);
+  return enqueue(OpType::GATHER, "conflux:gather", outs, std::move(ops), method, opts.asyncOp);
 }
 
 c10::intrusive_ptr<c10d::Work> ConfluxBackend::scatter(std::vector<at::Tensor>& outputs,
@@ -427,7 +428,7 @@ c10::intrusive_ptr<c10d::Work> ConfluxBackend::scatter(std::vector<at::Tensor>& 
                 "conflux scatter: only the root passes an input list");
     ops.push_back(recvOp(comm_, method, out, 0, nbytes(out), root));
   }
-  return enqueue(OpType::SCATTER, "conflux:scatter", outputs, std::move(ops), method);
+  return enqueue(OpType::SCATTER, "conflux:scatter", outputs, std::move(ops), method, opts.asyncOp);
 }
 
 c10::intrusive_ptr<c10d::Work> ConfluxBackend::alltoall_base(at::Tensor& output, at::Tensor& input,
@@ -447,7 +448,7 @@ c10::intrusive_ptr<c10d::Work> ConfluxBackend::alltoall_base(at::Tensor& output,
       c->check(cfxAlltoAll(ptr(input), ptr(output), block, cfxUint8, c->get(), nullptr), "alltoall_base");
       return [] {};
     };
-    return enqueue(OpType::ALLTOALL_BASE, "conflux:all_to_all_single", {output}, {std::move(op)}, method);
+    return enqueue(OpType::ALLTOALL_BASE, "conflux:all_to_all_single", {output}, {std::move(op)}, method, opts.asyncOp);
   }
   const Blocks in = alltoallBlocks("input", input, inputSplits, size_);
   const Blocks out = alltoallBlocks("output", output, outputSplits, size_);
@@ -460,7 +461,7 @@ c10::intrusive_ptr<c10d::Work> ConfluxBackend::alltoall_base(at::Tensor& output,
     if (out.count[p] > 0) ops.push_back(recvOp(comm_, method, output, out.offset[p], out.count[p], p));
   }
   ops.push_back(copyOp(output, out.offset[rank_], input, in.offset[rank_], in.count[rank_]));
-  return enqueue(OpType::ALLTOALL_BASE, "conflux:all_to_all_single", {output}, std::move(ops), method);
+  return enqueue(OpType::ALLTOALL_BASE, "conflux:all_to_all_single", {output}, std::move(ops), method, opts.asyncOp);
 }
 
 c10::intrusive_ptr<c10d::Work> ConfluxBackend::alltoall(std::vector<at::Tensor>& outputs,
@@ -485,7 +486,7 @@ c10::intrusive_ptr<c10d::Work> ConfluxBackend::alltoall(std::vector<at::Tensor>&
     if (nbytes(outputs[p]) > 0) ops.push_back(recvOp(comm_, method, outputs[p], 0, nbytes(outputs[p]), p));
   }
   ops.push_back(copyOp(outputs[rank_], 0, inputs[rank_], 0, nbytes(inputs[rank_])));
-  return enqueue(OpType::ALLTOALL, "conflux:all_to_all", outputs, std::move(ops), method);
+  return enqueue(OpType::ALLTOALL, "conflux:all_to_all", outputs, std::move(ops), method, opts.asyncOp);
 }
 
 c10::intrusive_ptr<c10d::Work> ConfluxBackend::send(std::vector<at::Tensor>& tensors, int dstRank, int tag) {
@@ -509,7 +510,7 @@ c10::intrusive_ptr<c10d::Work> ConfluxBackend::barrier(const c10d::BarrierOption
     c->check(cfxAllReduce(ptr(token), ptr(token), 1, cfxUint8, cfxMax, c->get(), nullptr), "barrier");
     return [] {};
   };
-  return enqueue(OpType::BARRIER, "conflux:barrier", {}, {std::move(op)}, "barrier");
+  return enqueue(OpType::BARRIER, "conflux:barrier", {}, {std::move(op)}, "barrier", opts.asyncOp);
 }
 
 }  // namespace torch_conflux

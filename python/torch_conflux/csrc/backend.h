@@ -86,9 +86,10 @@ class ConfluxBackend : public c10d::Backend {
 
  private:
   // Posts `ops` (one cfxGroupStart/End around several) or adds them to the open coalescing group,
-  // and returns their Work.
+  // and returns their Work. A synchronous call (asyncOp false: torch waits at once) runs on the
+  // caller's thread when the worker is idle.
   c10::intrusive_ptr<c10d::Work> enqueue(c10d::OpType type, const char* title, std::vector<at::Tensor> outputs,
-                                         std::vector<Op> ops, const char* method);
+                                         std::vector<Op> ops, const char* method, bool asyncOp = true);
   // The operations, shared by the plain and the coalesced forms of a method.
   Op allreduceOp(const char* method, const at::Tensor& t, const c10d::ReduceOp& op);
   Op allgatherOp(const char* method, const std::vector<at::Tensor>& outputs, const at::Tensor& input);

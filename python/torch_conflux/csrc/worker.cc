@@ -34,9 +34,37 @@ void Worker::stop() noexcept {
   if (thread_.joinable() && thread_.get_id() != std::this_thread::get_id()) thread_.join();
 }
 
-// Called with the lock held and the queue empty; returns false when the worker should exit.
+bool Worker::runInlineIfIdle(const c10::intrusive_ptr<ConfluxWork>& work, Task& task) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!queue_.empty() || running_ || stopping_) return false;
+    running_ = true;
+  }
+  execute(*work, task);
+  bool wake = false;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    running_ = false;
+    wake = !queue_.empty() && sleeping_.load(std::memory_order_acquire);
+  }
+  if (wake) cv_.notify_one();  // items posted meanwhile (from another thread) waited for this one
+  return true;
+}
+
+void Worker::execute(ConfluxWork& work, Task& task) {
+  std::exception_ptr error;
+  try {
+    task();
+  } catch (...) {
+    error = std::current_exception();
+  }
+  task = nullptr;  // release captured tensors before waking the waiter
+  work.complete(error);
+}
+
 bool Worker::waitForWork(std::unique_lock<std::mutex>& lock) {
-  if (spin_) {
+  if (ready()) return true;
+  if (spin_ && !stopping_) {
     const uint64_t seen = posted_.load(std::memory_order_acquire);
     lock.unlock();
     const auto until = std::chrono::steady_clock::now() + kIdleSpin;
@@ -44,33 +72,26 @@ bool Worker::waitForWork(std::unique_lock<std::mutex>& lock) {
       std::this_thread::yield();
     }
     lock.lock();
-    if (!queue_.empty()) return true;
+    if (ready()) return true;
   }
   sleeping_.store(true, std::memory_order_release);
-  cv_.wait(lock, [&] { return !queue_.empty() || stopping_; });
+  cv_.wait(lock, [&] { return ready() || (stopping_ && queue_.empty()); });
   sleeping_.store(false, std::memory_order_release);
-  return !queue_.empty();
+  return ready();
 }
 
 void Worker::loop() {
   pthread_setname_np(pthread_self(), "cfx-torch");
   std::unique_lock<std::mutex> lock(mutex_);
-  for (;;) {
-    if (queue_.empty() && (stopping_ || !waitForWork(lock))) return;
-    if (queue_.empty()) continue;
+  while (waitForWork(lock)) {
     Item item = std::move(queue_.front());
     queue_.pop_front();
+    running_ = true;
     lock.unlock();
-    std::exception_ptr error;
-    try {
-      item.task();
-    } catch (...) {
-      error = std::current_exception();
-    }
-    item.task = nullptr;  // release captured tensors before waking the waiter
-    item.work->complete(error);
+    execute(*item.work, item.task);
     item.work.reset();
     lock.lock();
+    running_ = false;
   }
 }
 

@@ -1,7 +1,9 @@
 // The backend's worker: one thread that runs the process group's operations in issue order (every
 // rank issues the same sequence, as Conflux requires), so a method returns at once and async_op=True
-// overlaps with the caller's compute. An operation is a closure making blocking Conflux calls on
-// this thread; it throws on failure, and its Work carries the error.
+// overlaps with the caller's compute. An operation is a closure making blocking Conflux calls; it
+// throws on failure, and its Work carries the error. A synchronous call may instead run on the
+// caller's thread when nothing is queued or running (runInlineIfIdle), as Conflux's own blocking
+// calls do: no hand-off, no wake-up. At most one operation runs at a time, on either thread.
 #pragma once
 
 #include <c10/util/intrusive_ptr.h>
@@ -28,6 +30,9 @@ class Worker {
   Worker& operator=(const Worker&) = delete;
 
   void post(c10::intrusive_ptr<ConfluxWork> work, Task task);
+  // Runs `task` now on the calling thread and returns true if nothing is queued or running;
+  // otherwise returns false and leaves `task` untouched (post it).
+  bool runInlineIfIdle(const c10::intrusive_ptr<ConfluxWork>& work, Task& task);
   // Runs what is queued, then joins the thread. Idempotent.
   void stop() noexcept;
 
@@ -37,13 +42,17 @@ class Worker {
     Task task;
   };
   void loop();
+  // With the lock held: true when the front item may run, false when stopping with nothing left.
   bool waitForWork(std::unique_lock<std::mutex>& lock);
+  bool ready() const { return !queue_.empty() && !running_; }
+  static void execute(ConfluxWork& work, Task& task);
 
   const bool spin_;
   std::mutex mutex_;
   std::condition_variable cv_;
   std::deque<Item> queue_;
   bool stopping_ = false;
+  bool running_ = false;  // an operation is running (on the worker or inline)
   std::atomic<uint64_t> posted_{0};
   std::atomic<bool> sleeping_{false};
   std::thread thread_;
