@@ -20,14 +20,16 @@ VOCAB, D, LAYERS, HEADS, SEQ, BATCH = 64, 128, 2, 4, 32, 16
 
 
 class TinyGPT(nn.Module):
-    def __init__(self):
+    """A causal transformer language model (perf/torch_bench.py times a larger one)."""
+
+    def __init__(self, vocab=VOCAB, d=D, layers=LAYERS, heads=HEADS, seq=SEQ):
         super().__init__()
-        self.embed = nn.Embedding(VOCAB, D)
-        self.pos = nn.Parameter(torch.zeros(SEQ, D))
-        layer = nn.TransformerEncoderLayer(D, HEADS, 4 * D, dropout=0.0, batch_first=True, norm_first=True)
-        self.blocks = nn.TransformerEncoder(layer, LAYERS, enable_nested_tensor=False)
-        self.head = nn.Linear(D, VOCAB)
-        self.register_buffer("mask", nn.Transformer.generate_square_subsequent_mask(SEQ))
+        self.embed = nn.Embedding(vocab, d)
+        self.pos = nn.Parameter(torch.zeros(seq, d))
+        layer = nn.TransformerEncoderLayer(d, heads, 4 * d, dropout=0.0, batch_first=True, norm_first=True)
+        self.blocks = nn.TransformerEncoder(layer, layers, enable_nested_tensor=False)
+        self.head = nn.Linear(d, vocab)
+        self.register_buffer("mask", nn.Transformer.generate_square_subsequent_mask(seq))
 
     def forward(self, tokens):
         return self.head(self.blocks(self.embed(tokens) + self.pos, mask=self.mask, is_causal=True))

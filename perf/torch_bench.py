@@ -77,22 +77,15 @@ def worker(args):
                 results["allreduce"].setdefault(backend, {}).setdefault(size, []).append(
                     time_allreduce(group, t, iters))
 
-    # DDP: a small GPT (token embedding, causal encoder layers, LM head), SGD.
+    # DDP: a small GPT (examples/torch_ddp.py's model, larger), SGD.
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples"))
+    from torch_ddp import TinyGPT
+
     torch.manual_seed(0)
     vocab, d, layers, heads, seq, batch = 512, 256, 4, 4, 64, 8
 
-    class GPT(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.embed = nn.Embedding(vocab, d)
-            self.pos = nn.Parameter(torch.zeros(seq, d))
-            block = nn.TransformerEncoderLayer(d, heads, 4 * d, dropout=0.0, batch_first=True, norm_first=True)
-            self.blocks = nn.TransformerEncoder(block, layers, enable_nested_tensor=False)
-            self.head = nn.Linear(d, vocab)
-            self.mask = nn.Transformer.generate_square_subsequent_mask(seq)
-
-        def forward(self, x):
-            return self.head(self.blocks(self.embed(x) + self.pos, mask=self.mask, is_causal=True))
+    def GPT():  # noqa: N802
+        return TinyGPT(vocab, d, layers, heads, seq)
 
     params = sum(p.numel() for p in GPT().parameters())
     x = torch.randint(0, vocab, (batch, seq))
