@@ -115,6 +115,10 @@ def clean_exit():
     work = dist.all_reduce(t, async_op=True)
     dist.all_reduce(t, group=g)
     work.wait()
+    # an operation issued after shutdown fails at once instead of waiting forever
+    backend = g._get_backend(torch.device("cpu"))
+    backend.shutdown()
+    expect_error(lambda: backend.allreduce([torch.ones(2)]).wait(), "shut down")
     dist.destroy_process_group()
     after = set(os.listdir("/proc/self/task"))
     names = [open(f"/proc/self/task/{t}/comm").read().strip() for t in after - before]

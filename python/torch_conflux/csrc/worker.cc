@@ -1,5 +1,6 @@
 #include "worker.h"
 
+#include <c10/util/Exception.h>
 #include <pthread.h>
 
 #include <chrono>
@@ -18,7 +19,20 @@ Worker::~Worker() { stop(); }
 void Worker::post(c10::intrusive_ptr<ConfluxWork> work, Task task) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    queue_.push_back(Item{std::move(work), std::move(task)});
+    if (!stopping_) {
+      queue_.push_back(Item{std::move(work), std::move(task)});
+      work.reset();
+    }
+  }
+  if (work) {  // after shutdown or abort nothing would run it: fail it now rather than hang its waiter
+    std::exception_ptr error;
+    try {
+      C10_THROW_ERROR(DistBackendError, "conflux: the process group has been shut down or aborted");
+    } catch (...) {
+      error = std::current_exception();
+    }
+    work->complete(error);
+    return;
   }
   posted_.fetch_add(1, std::memory_order_release);
   if (sleeping_.load(std::memory_order_acquire)) cv_.notify_one();
