@@ -19,14 +19,10 @@ ConfluxWork::ConfluxWork(int rank, c10d::OpType type, const char* profilingTitle
       future_(c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()))),
       spinWait_(spinWait) {}
 
-bool ConfluxWork::isCompleted() { return done_.load(std::memory_order_acquire); }
-
-bool ConfluxWork::isSuccess() const { return done_.load(std::memory_order_acquire) && !exception(); }
-
 bool ConfluxWork::wait(std::chrono::milliseconds timeout) {
-  if (spinWait_ && !done_.load(std::memory_order_acquire)) {
+  if (spinWait_ && !isCompleted()) {
     const auto until = std::chrono::steady_clock::now() + kSpinFor;
-    while (!done_.load(std::memory_order_acquire) && std::chrono::steady_clock::now() < until) {
+    while (!isCompleted() && std::chrono::steady_clock::now() < until) {
       std::this_thread::yield();
     }
   }
@@ -49,7 +45,6 @@ void ConfluxWork::complete(std::exception_ptr error) {
     future_->markCompleted(c10::IValue(outputs_));
   }
   finish(error);
-  done_.store(true, std::memory_order_release);
 }
 
 }  // namespace torch_conflux

@@ -1,12 +1,12 @@
 // The Work a method returns, as Gloo's AsyncWork behaves: wait() blocks until the operation is done
-// and rethrows its error; isCompleted() polls; getFuture() completes with the output tensors (or
+// and rethrows its error; isCompleted() and isSuccess() are c10d::Work's own, which finish() sets
+// under one lock, so a waiter that wait() has released always sees them set; getFuture() completes with the output tensors (or
 // the error) when the worker finishes the operation, running callbacks on the worker's thread.
 #pragma once
 
 #include <ATen/core/ivalue.h>
 #include <torch/csrc/distributed/c10d/Work.hpp>
 
-#include <atomic>
 #include <exception>
 #include <vector>
 
@@ -19,8 +19,6 @@ class ConfluxWork : public c10d::Work {
   ConfluxWork(int rank, c10d::OpType type, const char* profilingTitle, std::vector<at::Tensor> outputs,
               bool spinWait);
 
-  bool isCompleted() override;
-  bool isSuccess() const override;
   // Spins briefly (the small-message path) and then sleeps in Work::wait.
   bool wait(std::chrono::milliseconds timeout = kNoTimeout) override;
   c10::intrusive_ptr<c10::ivalue::Future> getFuture() override;
@@ -34,7 +32,6 @@ class ConfluxWork : public c10d::Work {
  private:
   std::vector<at::Tensor> outputs_;
   c10::intrusive_ptr<c10::ivalue::Future> future_;
-  std::atomic<bool> done_{false};
   bool spinWait_;
 };
 
