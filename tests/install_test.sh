@@ -2,7 +2,7 @@
 # Installs the build tree into a temporary prefix and checks what a user gets:
 # the header, the library exporting only cfx* symbols, cfxrun in bin/, a C program built with
 # `pkg-config --cflags --libs conflux` alone, and a CMake project using find_package(Conflux);
-# installed binaries run with no LD_LIBRARY_PATH.
+# installed binaries run with no LD_LIBRARY_PATH; an NCCL program runs on lib/conflux-nccl/libnccl.so.2.
 set -euo pipefail
 build_dir="$1"
 src_dir="$2"
@@ -21,12 +21,20 @@ if [ -n "$bad" ]; then echo "exported symbols without the cfx prefix:"; echo "$b
 nm -D --defined-only "$lib" | grep -q ' cfxAllReduce$' || { echo "cfxAllReduce not exported"; exit 1; }
 
 # Installed binaries and libraries find their libraries through an $ORIGIN-relative RPATH.
-for f in "$prefix"/bin/* "$prefix"/lib*/libconflux*.so; do
+for f in "$prefix"/bin/* "$prefix"/lib*/libconflux*.so "$prefix"/lib*/conflux-nccl/libnccl.so.2; do
   [ "$(head -c 4 "$f" | tail -c 3)" = "ELF" ] || continue  # scripts (cfx-perf-compare)
   missing="$(env -u LD_LIBRARY_PATH ldd "$f" | grep 'not found' || true)"
   if [ -n "$missing" ]; then echo "$f does not find its libraries without LD_LIBRARY_PATH:"; echo "$missing"; exit 1; fi
 done
 env -u LD_LIBRARY_PATH "$prefix/bin/cfxrun" -n 2 -- /bin/true || { echo "installed cfxrun does not run"; exit 1; }
+
+# The NCCL shim: an NCCL program runs on it by library path alone.
+nccl_dir="$(ls -d "$prefix"/lib*/conflux-nccl)"
+readelf -d "$nccl_dir/libnccl.so.2" | grep -q 'soname: \[libnccl.so.2\]' || { echo "shim soname is not libnccl.so.2"; exit 1; }
+if [ -x "$build_dir/nccl/nccl_program" ]; then
+  LD_LIBRARY_PATH="$nccl_dir" ldd "$build_dir/nccl/nccl_program" | grep -q "$nccl_dir/libnccl.so.2" || { echo "the installed shim is not the libnccl.so.2 loaded"; exit 1; }
+  LD_LIBRARY_PATH="$nccl_dir" "$build_dir/nccl/nccl_program" ranks 2 > /dev/null 2>&1 || { echo "an NCCL program fails on the installed shim"; exit 1; }
+fi
 
 pcdir="$(dirname "$(ls "$prefix"/lib*/pkgconfig/conflux.pc)")"
 export PKG_CONFIG_PATH="$pcdir"

@@ -3,7 +3,8 @@
 # Required: a C++20 compiler, CMake >= 3.25, Ninja, pkg-config, GoogleTest.
 # Optional, detected by the build: hwloc, libnuma, libibverbs, UCX. iproute2: the many-host tests
 # (network namespaces, tc). Python (pip): torch 2.13.0 (the CPU build; the PyTorch backend is built
-# and tested when torch imports), pytest and expecttest (PyTorch's own test suite needs it).
+# and tested when torch imports), pytest and expecttest (PyTorch's own test suite needs it),
+# nvidia-nccl-cu13 (NCCL's own nccl.h, which the NCCL shim's test program compiles against).
 set -euo pipefail
 packages=(build-essential cmake ninja-build pkg-config libgtest-dev
           libhwloc-dev libnuma-dev libibverbs-dev libucx-dev iproute2)
@@ -21,10 +22,10 @@ else
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
-python_packages=(torch==2.13.0 pytest expecttest)
+python_packages=(torch==2.13.0 pytest expecttest nvidia-nccl-cu13==2.32.3)
 if ! command -v python3 > /dev/null; then
   echo "install-deps: no python3; the PyTorch backend is left out"
-elif TORCH_DEVICE_BACKEND_AUTOLOAD=0 python3 -c "import torch, pytest, expecttest" 2> /dev/null; then
+elif TORCH_DEVICE_BACKEND_AUTOLOAD=0 python3 -c "import torch, pytest, expecttest, nvidia.nccl" 2> /dev/null; then
   echo "install-deps: Python packages present"
 else
   echo "install-deps: pip installing ${python_packages[*]}"

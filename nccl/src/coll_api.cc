@@ -1,0 +1,181 @@
+// NCCL's collectives, point-to-point calls and groups over Conflux's. Each call checks the
+// communicator, resolves a PreMulSum op into Sum over a scaled copy, and calls the cfx function
+// blocking: the shim has no CUDA stream to order against in a build without CUDA, so a call's
+// result is in place when it returns, which satisfies every NCCL program that synchronises its
+// stream before reading. Gather and Scatter are grouped sends and receives.
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "group.h"
+#include "shim.h"
+
+using namespace cfx_nccl;
+
+#define NCCL_API extern "C" __attribute__((visibility("default")))
+
+namespace {
+
+// A scratch buffer for a PreMulSum copy: the call's own, or one the open group keeps.
+class Scratch {
+ public:
+  std::vector<char>& get() { return inGroup() ? groupScratch() : own_; }
+
+ private:
+  std::vector<char> own_;
+};
+
+cfxDataType_t dt(ncclDataType_t t) { return static_cast<cfxDataType_t>(t); }
+
+// Runs `body` with the live communicator.
+template <class F>
+ncclResult_t call(const char* fn, ncclComm_t comm, F&& body) {
+  return guarded(fn, comm, [&] { body(*live(comm)); });
+}
+
+}  // namespace
+
+NCCL_API ncclResult_t ncclAllReduce(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
+                                    ncclRedOp_t op, ncclComm_t comm, cudaStream_t) {
+  return call("ncclAllReduce", comm, [&](ncclComm& c) {
+    Scratch s;
+    auto r = c.premul.resolve(op, datatype, sendbuff, count, s.get());
+    check(cfxAllReduce(r.send, recvbuff, count, dt(datatype), r.op, c.inner, nullptr), c.inner);
+  });
+}
+
+NCCL_API ncclResult_t ncclReduce(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
+                                 ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t) {
+  return call("ncclReduce", comm, [&](ncclComm& c) {
+    Scratch s;
+    auto r = c.premul.resolve(op, datatype, sendbuff, count, s.get());
+    check(cfxReduce(r.send, recvbuff, count, dt(datatype), r.op, root, c.inner, nullptr), c.inner);
+  });
+}
+
+NCCL_API ncclResult_t ncclReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount,
+                                        ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm, cudaStream_t) {
+  return call("ncclReduceScatter", comm, [&](ncclComm& c) {
+    int n = 0;
+    check(cfxCommCount(c.inner, &n), c.inner);
+    Scratch s;
+    auto r = c.premul.resolve(op, datatype, sendbuff, recvcount * static_cast<size_t>(n), s.get());
+    check(cfxReduceScatter(r.send, recvbuff, recvcount, dt(datatype), r.op, c.inner, nullptr), c.inner);
+  });
+}
+
+NCCL_API ncclResult_t ncclBroadcast(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
+                                    int root, ncclComm_t comm, cudaStream_t) {
+  return call("ncclBroadcast", comm, [&](ncclComm& c) {
+    check(cfxBroadcast(sendbuff, recvbuff, count, dt(datatype), root, c.inner, nullptr), c.inner);
+  });
+}
+
+// The legacy in-place broadcast.
+NCCL_API ncclResult_t ncclBcast(void* buff, size_t count, ncclDataType_t datatype, int root, ncclComm_t comm,
+                                cudaStream_t) {
+  return call("ncclBcast", comm, [&](ncclComm& c) {
+    check(cfxBroadcast(buff, buff, count, dt(datatype), root, c.inner, nullptr), c.inner);
+  });
+}
+
+NCCL_API ncclResult_t ncclAllGather(const void* sendbuff, void* recvbuff, size_t sendcount, ncclDataType_t datatype,
+                                    ncclComm_t comm, cudaStream_t) {
+  return call("ncclAllGather", comm, [&](ncclComm& c) {
+    check(cfxAllGather(sendbuff, recvbuff, sendcount, dt(datatype), c.inner, nullptr), c.inner);
+  });
+}
+
+NCCL_API ncclResult_t ncclAlltoAll(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
+                                   ncclComm_t comm, cudaStream_t) {
+  return call("ncclAlltoAll", comm, [&](ncclComm& c) {
+    check(cfxAlltoAll(sendbuff, recvbuff, count, dt(datatype), c.inner, nullptr), c.inner);
+  });
+}
+
+NCCL_API ncclResult_t ncclSend(const void* sendbuff, size_t count, ncclDataType_t datatype, int peer,
+                               ncclComm_t comm, cudaStream_t) {
+  return call("ncclSend", comm, [&](ncclComm& c) {
+    check(cfxSend(sendbuff, count, dt(datatype), peer, c.inner, nullptr), c.inner);
+  });
+}
+
+NCCL_API ncclResult_t ncclRecv(void* recvbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm,
+                               cudaStream_t) {
+  return call("ncclRecv", comm, [&](ncclComm& c) {
+    check(cfxRecv(recvbuff, count, dt(datatype), peer, c.inner, nullptr), c.inner);
+  });
+}
+
+// Gather: every rank's `count` elements land at recvbuff + rank * count on `root`.
+NCCL_API ncclResult_t ncclGather(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
+                                 int root, ncclComm_t comm, cudaStream_t) {
+  return call("ncclGather", comm, [&](ncclComm& c) {
+    int n = 0, me = 0;
+    check(cfxCommCount(c.inner, &n), c.inner);
+    check(cfxCommUserRank(c.inner, &me), c.inner);
+    if (root < 0 || root >= n) throw ShimError(ncclInvalidArgument, "root " + std::to_string(root) + " is not a rank");
+    const size_t bytes = count * elementSize(datatype);
+    if (me == root && count > 0 && recvbuff == nullptr) throw ShimError(ncclInvalidArgument, "recvbuff is NULL");
+    groupStart();
+    try {
+      check(cfxSend(sendbuff, count, dt(datatype), root, c.inner, nullptr), c.inner);
+      if (me == root) {
+        for (int p = 0; p < n; ++p) {
+          check(cfxRecv(static_cast<char*>(recvbuff) + p * bytes, count, dt(datatype), p, c.inner, nullptr), c.inner);
+        }
+      }
+    } catch (...) {
+      try { groupEnd(); } catch (const ShimError&) {}
+      throw;
+    }
+    groupEnd();
+  });
+}
+
+// Scatter: `root` sends sendbuff + rank * count to each rank.
+NCCL_API ncclResult_t ncclScatter(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
+                                  int root, ncclComm_t comm, cudaStream_t) {
+  return call("ncclScatter", comm, [&](ncclComm& c) {
+    int n = 0, me = 0;
+    check(cfxCommCount(c.inner, &n), c.inner);
+    check(cfxCommUserRank(c.inner, &me), c.inner);
+    if (root < 0 || root >= n) throw ShimError(ncclInvalidArgument, "root " + std::to_string(root) + " is not a rank");
+    const size_t bytes = count * elementSize(datatype);
+    if (me == root && count > 0 && sendbuff == nullptr) throw ShimError(ncclInvalidArgument, "sendbuff is NULL");
+    groupStart();
+    try {
+      if (me == root) {
+        for (int p = 0; p < n; ++p) {
+          check(cfxSend(static_cast<const char*>(sendbuff) + p * bytes, count, dt(datatype), p, c.inner, nullptr),
+                c.inner);
+        }
+      }
+      check(cfxRecv(recvbuff, count, dt(datatype), root, c.inner, nullptr), c.inner);
+    } catch (...) {
+      try { groupEnd(); } catch (const ShimError&) {}
+      throw;
+    }
+    groupEnd();
+  });
+}
+
+NCCL_API ncclResult_t ncclGroupStart() {
+  return guarded("ncclGroupStart", nullptr, [] { groupStart(); });
+}
+
+NCCL_API ncclResult_t ncclGroupEnd() {
+  return guarded("ncclGroupEnd", nullptr, [] { groupEnd(); });
+}
+
+NCCL_API ncclResult_t ncclRedOpCreatePreMulSum(ncclRedOp_t* op, void* scalar, ncclDataType_t datatype,
+                                               ncclScalarResidence_t residence, ncclComm_t comm) {
+  return call("ncclRedOpCreatePreMulSum", comm, [&](ncclComm& c) {
+    if (op == nullptr) throw ShimError(ncclInvalidArgument, "op is NULL");
+    *op = c.premul.create(scalar, datatype, residence);
+  });
+}
+
+NCCL_API ncclResult_t ncclRedOpDestroy(ncclRedOp_t op, ncclComm_t comm) {
+  return call("ncclRedOpDestroy", comm, [&](ncclComm& c) { c.premul.destroy(op); });
+}

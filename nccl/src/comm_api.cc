@@ -1,0 +1,218 @@
+// NCCL's communicator calls over Conflux's: version, unique id, init (by rank, with a config, all
+// ranks in one process, scalable), split, finalize, destroy, abort, queries and errors.
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "group.h"
+#include "shim.h"
+
+using namespace cfx_nccl;
+
+#define NCCL_API extern "C" __attribute__((visibility("default")))
+
+namespace {
+
+cfxUniqueId toCfx(const ncclUniqueId& id) {
+  static_assert(sizeof(cfxUniqueId) == sizeof(ncclUniqueId));
+  cfxUniqueId out;
+  std::memcpy(&out, &id, sizeof(out));
+  return out;
+}
+
+// NCCL's config, read as far as the caller's version has it; what Conflux has no use for (CTAs,
+// network names, NVLS) is ignored. Non-blocking communicators behave as blocking ones, which NCCL's
+// contract allows (every call then returns its final result).
+cfxConfig_t toCfx(const void* config) {
+  cfxConfig_t out = CFX_CONFIG_INITIALIZER;
+  if (config == nullptr) return out;
+  ncclConfigPrefix p;
+  std::memcpy(&p, config, sizeof(p));
+  if (p.magic != NCCL_API_MAGIC || p.size < sizeof(ncclConfigPrefix)) {
+    throw ShimError(ncclInvalidArgument, "config was not initialised with NCCL_CONFIG_INITIALIZER");
+  }
+  return out;
+}
+
+void checkRanks(int nranks, int rank) {
+  if (nranks < 1) throw ShimError(ncclInvalidArgument, "nranks " + std::to_string(nranks) + " < 1");
+  if (rank < 0 || rank >= nranks) {
+    throw ShimError(ncclInvalidArgument, "rank " + std::to_string(rank) + " is not in [0, " + std::to_string(nranks) + ")");
+  }
+}
+
+void initRank(ncclComm_t* comm, int nranks, const ncclUniqueId& id, int rank, const void* config) {
+  if (comm == nullptr) throw ShimError(ncclInvalidArgument, "comm is NULL");
+  checkRanks(nranks, rank);
+  PendingInit p{comm, nranks, toCfx(id), rank, toCfx(config)};
+  if (inGroup()) {
+    deferInit(p);
+    return;
+  }
+  cfxComm_t inner = nullptr;
+  check(cfxCommInitRankConfig(&inner, nranks, p.id, rank, &p.config), nullptr);
+  *comm = wrap(inner, 0);
+}
+
+// Releases the Conflux communicator and marks the handle dead (never freed, see shim.h).
+void retire(ncclComm* c, cfxResult_t (*release)(cfxComm_t)) {
+  uint32_t alive = ncclComm::kAlive;
+  if (!c->state.compare_exchange_strong(alive, ncclComm::kDead)) {
+    throw ShimError(ncclInvalidArgument, "comm was already destroyed or aborted");
+  }
+  check(release(c->inner), nullptr);
+}
+
+}  // namespace
+
+NCCL_API ncclResult_t ncclGetVersion(int* version) {
+  return guarded("ncclGetVersion", nullptr, [&] {
+    if (version == nullptr) throw ShimError(ncclInvalidArgument, "version is NULL");
+    *version = CFX_NCCL_VERSION_CODE;
+  });
+}
+
+NCCL_API ncclResult_t ncclGetUniqueId(ncclUniqueId* uniqueId) {
+  return guarded("ncclGetUniqueId", nullptr, [&] {
+    if (uniqueId == nullptr) throw ShimError(ncclInvalidArgument, "uniqueId is NULL");
+    cfxUniqueId id;
+    check(cfxGetUniqueId(&id), nullptr);
+    std::memcpy(uniqueId, &id, sizeof(id));
+  });
+}
+
+NCCL_API ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank) {
+  return guarded("ncclCommInitRank", nullptr, [&] { initRank(comm, nranks, commId, rank, nullptr); });
+}
+
+NCCL_API ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank,
+                                             void* config) {
+  return guarded("ncclCommInitRankConfig", nullptr, [&] { initRank(comm, nranks, commId, rank, config); });
+}
+
+// Several unique ids spread the bootstrap in NCCL; every rank passes the same list, so the first
+// one serves as Conflux's single rendezvous.
+NCCL_API ncclResult_t ncclCommInitRankScalable(ncclComm_t* comm, int nranks, int rank, int nId,
+                                               ncclUniqueId* commIds, void* config) {
+  return guarded("ncclCommInitRankScalable", nullptr, [&] {
+    if (nId < 1 || commIds == nullptr) throw ShimError(ncclInvalidArgument, "nId < 1 or commIds is NULL");
+    initRank(comm, nranks, commIds[0], rank, config);
+  });
+}
+
+// One process, `ndev` ranks: devlist is NULL or names the GPUs (ranks share the host either way).
+NCCL_API ncclResult_t ncclCommInitAll(ncclComm_t* comms, int ndev, const int* devlist) {
+  return guarded("ncclCommInitAll", nullptr, [&] {
+    if (comms == nullptr) throw ShimError(ncclInvalidArgument, "comms is NULL");
+    if (ndev < 1) throw ShimError(ncclInvalidArgument, "ndev " + std::to_string(ndev) + " < 1");
+    cfxUniqueId id;
+    check(cfxGetUniqueId(&id), nullptr);
+    std::vector<PendingInit> inits;
+    for (int i = 0; i < ndev; ++i) inits.push_back({&comms[i], ndev, id, i, CFX_CONFIG_INITIALIZER});
+    initTogether(inits);
+    for (int i = 0; i < ndev; ++i) comms[i]->cudaDev = devlist ? devlist[i] : i;
+  });
+}
+
+NCCL_API ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* newcomm, void* config) {
+  return guarded("ncclCommSplit", comm, [&] {
+    ncclComm* c = live(comm);
+    if (newcomm == nullptr) throw ShimError(ncclInvalidArgument, "newcomm is NULL");
+    cfxConfig_t cfg = toCfx(config);
+    cfxComm_t inner = nullptr;
+    check(cfxCommSplit(c->inner, color, key, &inner, &cfg), c->inner);
+    *newcomm = inner ? wrap(inner, c->cudaDev) : nullptr;
+  });
+}
+
+// Conflux finishes every operation before it returns (or before its stream completes), so there is
+// nothing left to flush.
+NCCL_API ncclResult_t ncclCommFinalize(ncclComm_t comm) {
+  return guarded("ncclCommFinalize", comm, [&] { live(comm); });
+}
+
+NCCL_API ncclResult_t ncclCommDestroy(ncclComm_t comm) {
+  return guarded("ncclCommDestroy", comm, [&] {
+    if (comm == nullptr) return;  // as NCCL: destroying NULL is a no-op
+    retire(live(comm), cfxCommDestroy);
+  });
+}
+
+NCCL_API ncclResult_t ncclCommAbort(ncclComm_t comm) {
+  return guarded("ncclCommAbort", comm, [&] {
+    if (comm == nullptr) return;
+    retire(live(comm), cfxCommAbort);
+  });
+}
+
+NCCL_API ncclResult_t ncclCommCount(const ncclComm_t comm, int* count) {
+  return guarded("ncclCommCount", comm, [&] {
+    if (count == nullptr) throw ShimError(ncclInvalidArgument, "count is NULL");
+    check(cfxCommCount(live(comm)->inner, count), comm->inner);
+  });
+}
+
+NCCL_API ncclResult_t ncclCommUserRank(const ncclComm_t comm, int* rank) {
+  return guarded("ncclCommUserRank", comm, [&] {
+    if (rank == nullptr) throw ShimError(ncclInvalidArgument, "rank is NULL");
+    check(cfxCommUserRank(live(comm)->inner, rank), comm->inner);
+  });
+}
+
+NCCL_API ncclResult_t ncclCommCuDevice(const ncclComm_t comm, int* device) {
+  return guarded("ncclCommCuDevice", comm, [&] {
+    if (device == nullptr) throw ShimError(ncclInvalidArgument, "device is NULL");
+    *device = live(comm)->cudaDev;
+  });
+}
+
+NCCL_API ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* asyncError) {
+  return guarded("ncclCommGetAsyncError", comm, [&] {
+    if (asyncError == nullptr) throw ShimError(ncclInvalidArgument, "asyncError is NULL");
+    cfxResult_t r = cfxSuccess;
+    check(cfxCommGetAsyncError(live(comm)->inner, &r), comm->inner);
+    *asyncError = toNccl(r);
+  });
+}
+
+NCCL_API const char* ncclGetErrorString(ncclResult_t result) {
+  switch (result) {
+    case ncclSuccess: return "no error";
+    case ncclUnhandledCudaError: return "unhandled cuda error";
+    case ncclSystemError: return "unhandled system error";
+    case ncclInternalError: return "internal error";
+    case ncclInvalidArgument: return "invalid argument";
+    case ncclInvalidUsage: return "invalid usage";
+    case ncclRemoteError: return "remote process exited or there was a network error";
+    case ncclInProgress: return "NCCL operation in progress";
+    default: return "unknown result code";
+  }
+}
+
+NCCL_API const char* ncclGetLastError(ncclComm_t comm) { return lastError(comm); }
+
+// Buffers: on a build without CUDA, host memory (what the shim's collectives then move).
+NCCL_API ncclResult_t ncclMemAlloc(void** ptr, size_t size) {
+  return guarded("ncclMemAlloc", nullptr, [&] {
+    if (ptr == nullptr) throw ShimError(ncclInvalidArgument, "ptr is NULL");
+    *ptr = ::operator new(size == 0 ? 1 : size);
+  });
+}
+
+NCCL_API ncclResult_t ncclMemFree(void* ptr) {
+  return guarded("ncclMemFree", nullptr, [&] { ::operator delete(ptr); });
+}
+
+// Registration is a hint in NCCL; Conflux stages through its own shared memory, so a handle is
+// just the buffer's address.
+NCCL_API ncclResult_t ncclCommRegister(const ncclComm_t comm, void* buff, size_t /*size*/, void** handle) {
+  return guarded("ncclCommRegister", comm, [&] {
+    live(comm);
+    if (handle == nullptr) throw ShimError(ncclInvalidArgument, "handle is NULL");
+    *handle = buff;
+  });
+}
+
+NCCL_API ncclResult_t ncclCommDeregister(const ncclComm_t comm, void* /*handle*/) {
+  return guarded("ncclCommDeregister", comm, [&] { live(comm); });
+}

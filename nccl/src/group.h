@@ -1,0 +1,35 @@
+// Group calls, per calling thread as in NCCL. Collectives inside a group go into Conflux's own
+// group (cfxGroupStart/End); what the shim adds is what must outlive the call that made it: the
+// scaled copies of PreMulSum inputs, and communicator inits issued inside a group (NCCL's way for
+// one thread to create several ranks' communicators), which run together, one thread each, at the
+// outermost ncclGroupEnd.
+#pragma once
+
+#include <vector>
+
+#include "conflux/conflux.h"
+#include "nccl_abi.h"
+
+namespace cfx_nccl {
+
+bool inGroup();
+void groupStart();
+// Runs deferred inits, then ends Conflux's group; throws ShimError on failure.
+void groupEnd();
+
+// A scratch buffer that lives until the outermost ncclGroupEnd (only inside a group).
+std::vector<char>& groupScratch();
+
+struct PendingInit {
+  ncclComm_t* out;
+  int nranks;
+  cfxUniqueId id;
+  int rank;
+  cfxConfig_t config;
+};
+void deferInit(const PendingInit& init);
+// Creates several ranks' communicators at once from this process, one thread each (they rendezvous
+// with one another); throws ShimError naming the first rank that failed.
+void initTogether(const std::vector<PendingInit>& inits);
+
+}  // namespace cfx_nccl
