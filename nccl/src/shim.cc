@@ -1,5 +1,7 @@
 #include "shim.h"
 
+#include "common/never_freed.h"
+
 namespace cfx_nccl {
 
 namespace {
@@ -39,6 +41,7 @@ ncclComm* live(ncclComm_t comm) {
 
 ncclComm_t wrap(cfxComm_t inner, int cudaDev) {
   auto* c = new ncclComm;
+  conflux::neverFreed(c);  // see shim.h
   c->inner = inner;
   c->cudaDev = cudaDev;
   return c;

@@ -5,16 +5,7 @@
 #include <thread>
 
 #include "common/log.h"
-
-#if defined(__SANITIZE_ADDRESS__)
-#include <sanitizer/lsan_interface.h>
-#define CFX_HAVE_LSAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#include <sanitizer/lsan_interface.h>
-#define CFX_HAVE_LSAN 1
-#endif
-#endif
+#include "common/never_freed.h"
 
 namespace conflux::api {
 
@@ -28,9 +19,7 @@ void store(char* dst, size_t n, const std::string& msg) { std::snprintf(dst, n, 
 cfxComm_t newHandle(std::unique_ptr<Communicator> impl) {
   auto* h = new cfxComm();
   h->impl = std::move(impl);
-#ifdef CFX_HAVE_LSAN
-  __lsan_ignore_object(h);  // intentionally never freed (see handle.h)
-#endif
+  neverFreed(h);  // see handle.h
   return h;
 }
 
