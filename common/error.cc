@@ -7,6 +7,7 @@ namespace conflux {
 const char* statusName(Status s) {
   switch (s) {
     case Status::kSuccess: return "success";
+    case Status::kUnhandledCudaError: return "unhandled cuda error";
     case Status::kSystemError: return "system error";
     case Status::kInternalError: return "internal error";
     case Status::kInvalidArgument: return "invalid argument";

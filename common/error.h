@@ -10,6 +10,7 @@ namespace conflux {
 
 enum class Status {
   kSuccess = 0,
+  kUnhandledCudaError = 1,
   kSystemError = 2,
   kInternalError = 3,
   kInvalidArgument = 4,

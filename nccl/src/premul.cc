@@ -5,6 +5,7 @@
 #include <string>
 
 #include "reduce/float_formats.h"
+#include "reduce/type_size.h"
 #include "shim.h"
 
 namespace cfx_nccl {
@@ -16,13 +17,9 @@ namespace fmt = conflux::reduce;
 }  // namespace
 
 size_t elementSize(int datatype) {
-  switch (datatype) {
-    case cfxInt8: case cfxUint8: case cfxFloat8e4m3: case cfxFloat8e5m2: return 1;
-    case cfxFloat16: case cfxBfloat16: return 2;
-    case cfxInt32: case cfxUint32: case cfxFloat32: return 4;
-    case cfxInt64: case cfxUint64: case cfxFloat64: return 8;
-    default: throw ShimError(ncclInvalidArgument, "invalid datatype " + std::to_string(datatype));
-  }
+  const size_t size = conflux::reduce::dataTypeSize(static_cast<cfxDataType_t>(datatype));
+  if (size == 0) throw ShimError(ncclInvalidArgument, "invalid datatype " + std::to_string(datatype));
+  return size;
 }
 
 namespace {

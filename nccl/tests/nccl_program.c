@@ -305,18 +305,37 @@ int main(int argc, char** argv) {
     ok(0, ncclCommInitAll(comms, n, NULL), "ncclCommInitAll", NULL);
     return failures ? 1 : runTogether(n, comms);
   }
-  ncclUniqueId id;
-  ok(0, ncclGetUniqueId(&id), "ncclGetUniqueId", NULL);
   if (strcmp(argv[1], "groupinit") == 0) {
+    ncclUniqueId id;
+    ok(0, ncclGetUniqueId(&id), "ncclGetUniqueId", NULL);
     ok(0, ncclGroupStart(), "ncclGroupStart", NULL);
     for (int r = 0; r < n; ++r) ok(r, ncclCommInitRank(&comms[r], n, id, r), "ncclCommInitRank", NULL);
     ok(0, ncclGroupEnd(), "ncclGroupEnd", NULL);
     return failures ? 1 : runTogether(n, comms);
   }
+  /* Fork first (no thread exists yet), then rank 0 makes the id and hands it to the others through
+   * pipes, as a launcher would: forking after ncclGetUniqueId would copy its threads' locks. */
+  int pipes[MAXR][2];
+  for (int r = 1; r < n; ++r)
+    if (pipe(pipes[r]) != 0) return 2;
   pid_t pids[MAXR];
   for (int r = 0; r < n; ++r) {
     pids[r] = fork();
-    if (pids[r] == 0) _exit(runRank(r, n, id));
+    if (pids[r] != 0) continue;
+    ncclUniqueId id;
+    for (int p = 1; p < n && r != 0; ++p) close(pipes[p][1]); /* so rank 0's death is EOF here */
+    if (r == 0) {
+      ok(0, ncclGetUniqueId(&id), "ncclGetUniqueId", NULL);
+      for (int p = 1; p < n; ++p)
+        if (write(pipes[p][1], &id, sizeof id) != (ssize_t)sizeof id) _exit(3);
+    } else if (read(pipes[r][0], &id, sizeof id) != (ssize_t)sizeof id) {
+      _exit(3);
+    }
+    _exit(runRank(r, n, id));
+  }
+  for (int p = 1; p < n; ++p) {
+    close(pipes[p][0]);
+    close(pipes[p][1]);
   }
   int bad = 0;
   for (int r = 0; r < n; ++r) {

@@ -14,16 +14,6 @@ const KernelTable& kernels() {
   return chosen;
 }
 
-size_t dataTypeSize(cfxDataType_t type) {
-  switch (type) {
-    case cfxInt8: case cfxUint8: case cfxFloat8e4m3: case cfxFloat8e5m2: return 1;
-    case cfxFloat16: case cfxBfloat16: return 2;
-    case cfxInt32: case cfxUint32: case cfxFloat32: return 4;
-    case cfxInt64: case cfxUint64: case cfxFloat64: return 8;
-    default: return 0;
-  }
-}
-
 const char* dataTypeName(cfxDataType_t type) {
   static const char* const kNames[cfxNumTypes] = {"int8", "uint8", "int32", "uint32", "int64", "uint64",
                                                   "half", "float", "double", "bfloat16", "f8e4m3", "f8e5m2"};

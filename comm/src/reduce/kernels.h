@@ -8,6 +8,7 @@
 #include <cstddef>
 
 #include "conflux/conflux.h"
+#include "reduce/type_size.h"
 
 namespace conflux::reduce {
 
@@ -29,7 +30,6 @@ inline void reduce(void* dst, const void* const* srcs, int nsrc, size_t count, c
   kernels().fn[type][op](dst, srcs, nsrc, count, divisor);
 }
 
-size_t dataTypeSize(cfxDataType_t type);
 const char* dataTypeName(cfxDataType_t type);
 const char* redOpName(cfxRedOp_t op);
 

@@ -1,0 +1,225 @@
+// The C API of the staged GPU path (conflux/conflux_cuda.h): argument checks, device-pointer
+// checks, then one Pipeline per cfxCudaComm_t over the CUDA copy engine. Errors become result codes
+// at one guard, with the message kept for cfxCudaGetLastError.
+#include <cuda_runtime_api.h>
+
+#include <cstdlib>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "common/error.h"
+#include "common/never_freed.h"
+#include "conflux/conflux_cuda.h"
+#include "cuda_engine.h"
+#include "pipeline.h"
+#include "reduce/type_size.h"
+
+using conflux::Error;
+using conflux::Status;
+using namespace conflux::staged;
+
+// Never freed, as cfxComm_t: a destroyed handle is marked dead, so a stale one is an error.
+struct cfxCudaComm {
+  bool alive = true;
+  cfxComm_t comm = nullptr;
+  int device = 0;
+  int nranks = 1;
+  int rank = 0;
+  std::unique_ptr<Pipeline> pipeline;
+  std::mutex errorMu;
+  std::string lastError;
+};
+
+namespace {
+
+// Staging: 4 slots of 4 MiB (CFX_CUDA_CHUNK_BYTES / CFX_CUDA_SLOTS may change them).
+size_t envSize(const char* name, size_t fallback) {
+  const char* v = std::getenv(name);
+  return v && *v ? std::strtoull(v, nullptr, 10) : fallback;
+}
+
+thread_local std::string tlsLastError;
+
+cfxResult_t fail(cfxCudaComm_t c, const char* fn, Status s, const std::string& what) {
+  const std::string msg = std::string(fn) + ": " + what;
+  tlsLastError = msg;
+  if (c != nullptr && c->alive) {
+    std::lock_guard<std::mutex> lock(c->errorMu);
+    c->lastError = msg;
+  }
+  return static_cast<cfxResult_t>(static_cast<int>(s));
+}
+
+template <class F>
+cfxResult_t guarded(const char* fn, cfxCudaComm_t c, F&& body) noexcept {
+  try {
+    body();
+    return cfxSuccess;
+  } catch (const Error& e) {
+    return fail(c, fn, e.status(), e.what());
+  } catch (const std::bad_alloc&) {
+    return fail(c, fn, Status::kSystemError, "out of memory");
+  } catch (const std::exception& e) {
+    return fail(c, fn, Status::kInternalError, e.what());
+  }
+}
+
+cfxCudaComm& live(cfxCudaComm_t c) {
+  if (c == nullptr || !c->alive) throw Error(Status::kInvalidArgument, "comm is NULL or destroyed");
+  return *c;
+}
+
+// A device (or managed) pointer on the communicator's device; host memory is an argument error here
+// (mixing host and device buffers in one call is NCCL's invalid usage too).
+void checkDevice(const cfxCudaComm& c, const void* p, size_t bytes, const char* name) {
+  if (bytes == 0) return;
+  if (p == nullptr) throw Error(Status::kInvalidArgument, std::string(name) + " is NULL");
+  cudaPointerAttributes a{};
+  if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
+    cudaGetLastError();
+    throw Error(Status::kInvalidArgument, std::string(name) + " is not memory CUDA knows");
+  }
+  if (a.type != cudaMemoryTypeDevice && a.type != cudaMemoryTypeManaged) {
+    throw Error(Status::kInvalidArgument, std::string(name) + " is host memory: the CUDA calls take device buffers");
+  }
+  if (a.type == cudaMemoryTypeDevice && a.device != c.device) {
+    throw Error(Status::kInvalidArgument, std::string(name) + " is on device " + std::to_string(a.device) +
+                                              ", the communicator's is " + std::to_string(c.device));
+  }
+}
+
+size_t typeBytes(cfxDataType_t t) {
+  const size_t s = conflux::reduce::dataTypeSize(t);
+  if (s == 0) throw Error(Status::kInvalidArgument, "invalid datatype " + std::to_string(t));
+  return s;
+}
+
+void checkOp(cfxRedOp_t op) {
+  if (op < 0 || op >= cfxNumOps) throw Error(Status::kInvalidArgument, "invalid op " + std::to_string(op));
+}
+
+void checkRank(const cfxCudaComm& c, int r, const char* what) {
+  if (r < 0 || r >= c.nranks) {
+    throw Error(Status::kInvalidArgument, std::string(what) + " " + std::to_string(r) + " is out of range [0, " +
+                                              std::to_string(c.nranks) + ")");
+  }
+}
+
+// Checks `call` (the collective's own checks in `extra`, then this rank's buffers) and submits it.
+template <class Extra>
+cfxResult_t run(const char* fn, cfxCudaComm_t comm, const Call& call, void* stream, Extra&& extra) {
+  return guarded(fn, comm, [&] {
+    cfxCudaComm& c = live(comm);
+    const size_t es = typeBytes(call.type);
+    extra(c);
+    const Shape s = shapeOf(call.coll, call.count, c.nranks, c.rank, call.root);
+    if (s.copyIn) checkDevice(c, call.send, s.inRows * call.count * es, "sendbuff");
+    if (s.copyOut) checkDevice(c, call.recv, s.outRows * call.count * es, "recvbuff");
+    c.pipeline->submit(call, stream);
+  });
+}
+
+void noChecks(const cfxCudaComm&) {}
+
+}  // namespace
+
+extern "C" {
+
+cfxResult_t cfxCudaCommCreate(cfxComm_t comm, int device, cfxCudaComm_t* out) {
+  return guarded("cfxCudaCommCreate", nullptr, [&] {
+    if (out == nullptr) throw Error(Status::kInvalidArgument, "cudaComm is NULL");
+    auto* c = new cfxCudaComm;
+    conflux::neverFreed(c);
+    c->comm = comm;
+    c->device = device;
+    if (cfxCommCount(comm, &c->nranks) != cfxSuccess || cfxCommUserRank(comm, &c->rank) != cfxSuccess) {
+      c->alive = false;
+      throw Error(Status::kInvalidArgument, "comm is not a live communicator");
+    }
+    const int slots = static_cast<int>(envSize("CFX_CUDA_SLOTS", 4));
+    const size_t slotBytes = envSize("CFX_CUDA_CHUNK_BYTES", size_t{4} << 20);
+    c->pipeline = std::make_unique<Pipeline>(comm, std::make_unique<CudaEngine>(device, slots, slotBytes));
+    *out = c;
+  });
+}
+
+cfxResult_t cfxCudaCommDestroy(cfxCudaComm_t comm) {
+  return guarded("cfxCudaCommDestroy", comm, [&] {
+    cfxCudaComm& c = live(comm);
+    c.alive = false;
+    c.pipeline.reset();
+  });
+}
+
+cfxResult_t cfxCudaCommGetAsyncError(cfxCudaComm_t comm, cfxResult_t* asyncError) {
+  return guarded("cfxCudaCommGetAsyncError", comm, [&] {
+    if (asyncError == nullptr) throw Error(Status::kInvalidArgument, "asyncError is NULL");
+    cfxCudaComm& c = live(comm);
+    std::string message;
+    *asyncError = c.pipeline->asyncError(&message);
+    if (*asyncError != cfxSuccess) {
+      std::lock_guard<std::mutex> lock(c.errorMu);
+      c.lastError = message;  // what cfxCudaGetLastError then says
+    }
+  });
+}
+
+const char* cfxCudaGetLastError(cfxCudaComm_t comm) {
+  if (comm == nullptr || !comm->alive) return tlsLastError.c_str();
+  std::lock_guard<std::mutex> lock(comm->errorMu);
+  return comm->lastError.c_str();
+}
+
+cfxResult_t cfxCudaAllReduce(const void* sendbuff, void* recvbuff, size_t count, cfxDataType_t datatype,
+                             cfxRedOp_t op, cfxCudaComm_t comm, void* stream) {
+  return run("cfxCudaAllReduce", comm, {Coll::kAllReduce, sendbuff, recvbuff, count, datatype, op, -1}, stream,
+             [&](const cfxCudaComm&) { checkOp(op); });
+}
+
+cfxResult_t cfxCudaReduce(const void* sendbuff, void* recvbuff, size_t count, cfxDataType_t datatype, cfxRedOp_t op,
+                          int root, cfxCudaComm_t comm, void* stream) {
+  return run("cfxCudaReduce", comm, {Coll::kReduce, sendbuff, recvbuff, count, datatype, op, root}, stream,
+             [&](const cfxCudaComm& c) {
+               checkOp(op);
+               checkRank(c, root, "root");
+             });
+}
+
+cfxResult_t cfxCudaBroadcast(const void* sendbuff, void* recvbuff, size_t count, cfxDataType_t datatype, int root,
+                             cfxCudaComm_t comm, void* stream) {
+  return run("cfxCudaBroadcast", comm, {Coll::kBroadcast, sendbuff, recvbuff, count, datatype, cfxSum, root}, stream,
+             [&](const cfxCudaComm& c) { checkRank(c, root, "root"); });
+}
+
+cfxResult_t cfxCudaAllGather(const void* sendbuff, void* recvbuff, size_t sendcount, cfxDataType_t datatype,
+                             cfxCudaComm_t comm, void* stream) {
+  return run("cfxCudaAllGather", comm, {Coll::kAllGather, sendbuff, recvbuff, sendcount, datatype, cfxSum, -1}, stream,
+             noChecks);
+}
+
+cfxResult_t cfxCudaReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount, cfxDataType_t datatype,
+                                 cfxRedOp_t op, cfxCudaComm_t comm, void* stream) {
+  return run("cfxCudaReduceScatter", comm, {Coll::kReduceScatter, sendbuff, recvbuff, recvcount, datatype, op, -1},
+             stream, [&](const cfxCudaComm&) { checkOp(op); });
+}
+
+cfxResult_t cfxCudaAlltoAll(const void* sendbuff, void* recvbuff, size_t count, cfxDataType_t datatype,
+                            cfxCudaComm_t comm, void* stream) {
+  return run("cfxCudaAlltoAll", comm, {Coll::kAlltoAll, sendbuff, recvbuff, count, datatype, cfxSum, -1}, stream,
+             noChecks);
+}
+
+cfxResult_t cfxCudaSend(const void* sendbuff, size_t count, cfxDataType_t datatype, int peer, cfxCudaComm_t comm,
+                        void* stream) {
+  return run("cfxCudaSend", comm, {Coll::kSend, sendbuff, nullptr, count, datatype, cfxSum, peer}, stream,
+             [&](const cfxCudaComm& c) { checkRank(c, peer, "peer"); });
+}
+
+cfxResult_t cfxCudaRecv(void* recvbuff, size_t count, cfxDataType_t datatype, int peer, cfxCudaComm_t comm,
+                        void* stream) {
+  return run("cfxCudaRecv", comm, {Coll::kRecv, nullptr, recvbuff, count, datatype, cfxSum, peer}, stream,
+             [&](const cfxCudaComm& c) { checkRank(c, peer, "peer"); });
+}
+
+}  // extern "C"

@@ -1,0 +1,167 @@
+#include "cuda_engine.h"
+
+#include <atomic>
+#include <chrono>
+#include <string>
+#include <thread>
+
+#include "common/error.h"
+#include "common/log.h"
+
+namespace conflux::staged {
+
+namespace {
+
+void check(cudaError_t e, const char* what) {
+  if (e != cudaSuccess) {
+    throw Error(Status::kUnhandledCudaError, std::string(what) + ": " + cudaGetErrorString(e));
+  }
+}
+
+// A flag write or wait done by a host function on a stream (no stream memory operations).
+struct FlagOp {
+  volatile uint32_t* flag;
+  uint32_t value;
+};
+
+void CUDART_CB writeHost(void* p) {
+  auto* op = static_cast<FlagOp*>(p);
+  std::atomic_thread_fence(std::memory_order_release);
+  *op->flag = op->value;
+  delete op;
+}
+
+void CUDART_CB waitHost(void* p) {
+  auto* op = static_cast<FlagOp*>(p);
+  for (int spins = 0; static_cast<int32_t>(*op->flag - op->value) < 0; ++spins) {
+    if (spins > 1000) std::this_thread::sleep_for(std::chrono::microseconds(20));
+  }
+  std::atomic_thread_fence(std::memory_order_acquire);
+  delete op;
+}
+
+template <class Fn>
+Fn driverEntry(const char* name) {
+  void* fn = nullptr;
+  cudaDriverEntryPointQueryResult found{};
+  if (cudaGetDriverEntryPointByVersion(name, &fn, 12000, cudaEnableDefault, &found) != cudaSuccess ||
+      found != cudaDriverEntryPointSuccess) {
+    return nullptr;
+  }
+  return reinterpret_cast<Fn>(fn);
+}
+
+constexpr unsigned kWaitGeq = 0x0;   // CU_STREAM_WAIT_VALUE_GEQ
+constexpr unsigned kWriteDefault = 0x0;  // CU_STREAM_WRITE_VALUE_DEFAULT
+
+}  // namespace
+
+CudaEngine::CudaEngine(int device, int slots, size_t slotBytes)
+    : device_(device), slots_(slots), slotBytes_(slotBytes), outDone_(static_cast<size_t>(slots), nullptr) {
+  check(cudaSetDevice(device_), "cudaSetDevice");
+  void* staging = nullptr;
+  check(cudaHostAlloc(&staging, static_cast<size_t>(slots) * slotBytes, cudaHostAllocPortable), "cudaHostAlloc (staging)");
+  staging_ = static_cast<char*>(staging);
+  void* flags = nullptr;
+  check(cudaHostAlloc(&flags, 2 * static_cast<size_t>(slots) * sizeof(uint32_t), cudaHostAllocMapped | cudaHostAllocPortable),
+        "cudaHostAlloc (flags)");
+  flags_ = static_cast<volatile uint32_t*>(flags);
+  for (int i = 0; i < 2 * slots; ++i) flags_[i] = 0;
+  void* flagsDevice = nullptr;
+  check(cudaHostGetDevicePointer(&flagsDevice, flags, 0), "cudaHostGetDevicePointer");
+  flagsDevice_ = reinterpret_cast<uintptr_t>(flagsDevice);
+  check(cudaStreamCreateWithFlags(&in_, cudaStreamNonBlocking), "cudaStreamCreate");
+  check(cudaStreamCreateWithFlags(&out_, cudaStreamNonBlocking), "cudaStreamCreate");
+  check(cudaEventCreateWithFlags(&begin_, cudaEventDisableTiming), "cudaEventCreate");
+  check(cudaEventCreateWithFlags(&end_, cudaEventDisableTiming), "cudaEventCreate");
+  for (auto& e : outDone_) check(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "cudaEventCreate");
+  waitValue_ = driverEntry<WaitValueFn>("cuStreamWaitValue32");
+  writeValue_ = driverEntry<WriteValueFn>("cuStreamWriteValue32");
+  if (!waitValue_ || !writeValue_) {
+    waitValue_ = nullptr;
+    writeValue_ = nullptr;
+  }
+  logInfo("staged GPU path on device " + std::to_string(device_) + ": " + std::to_string(slots_) + " slots of " +
+          std::to_string(slotBytes_) + " bytes; " +
+          (waitValue_ ? "stream memory operations (cuStreamWaitValue32) order the copies back"
+                      : "no stream memory operations: host functions on the streams order the copies back"));
+}
+
+CudaEngine::~CudaEngine() {
+  // Best effort: nothing here may throw.
+  cudaStreamSynchronize(in_);
+  cudaStreamSynchronize(out_);
+  for (auto e : outDone_) cudaEventDestroy(e);
+  cudaEventDestroy(begin_);
+  cudaEventDestroy(end_);
+  cudaStreamDestroy(in_);
+  cudaStreamDestroy(out_);
+  cudaFreeHost(const_cast<uint32_t*>(flags_));
+  cudaFreeHost(staging_);
+}
+
+void CudaEngine::writeFlag(cudaStream_t s, int flag, uint32_t value) {
+  if (writeValue_) {
+    if (writeValue_(s, flagsDevice_ + flag * sizeof(uint32_t), value, kWriteDefault) != 0) {
+      throw Error(Status::kUnhandledCudaError, "cuStreamWriteValue32 failed");
+    }
+    return;
+  }
+  check(cudaLaunchHostFunc(s, writeHost, new FlagOp{flags_ + flag, value}), "cudaLaunchHostFunc");
+}
+
+void CudaEngine::waitFlag(cudaStream_t s, int flag, uint32_t value) {
+  if (waitValue_) {
+    if (waitValue_(s, flagsDevice_ + flag * sizeof(uint32_t), value, kWaitGeq) != 0) {
+      throw Error(Status::kUnhandledCudaError, "cuStreamWaitValue32 failed");
+    }
+    return;
+  }
+  check(cudaLaunchHostFunc(s, waitHost, new FlagOp{flags_ + flag, value}), "cudaLaunchHostFunc");
+}
+
+void CudaEngine::begin(void* stream) {
+  check(cudaEventRecord(begin_, static_cast<cudaStream_t>(stream)), "cudaEventRecord (the user's stream)");
+  check(cudaStreamWaitEvent(in_, begin_, 0), "cudaStreamWaitEvent");
+}
+
+void CudaEngine::copyIn(uint64_t seq, const Copy2D& c) {
+  const int s = static_cast<int>(seq % slots_);
+  if (seq >= static_cast<uint64_t>(slots_)) check(cudaStreamWaitEvent(in_, outDone_[s], 0), "cudaStreamWaitEvent");
+  if (c.rows > 0) {
+    check(cudaMemcpy2DAsync(c.dst, c.dstPitch, c.src, c.srcPitch, c.width, c.rows, cudaMemcpyDeviceToHost, in_),
+          "cudaMemcpy2DAsync (device to staging)");
+  }
+  writeFlag(in_, s, generation(seq));
+}
+
+void CudaEngine::copyOut(uint64_t seq, const Copy2D& c) {
+  const int s = static_cast<int>(seq % slots_);
+  waitFlag(out_, slots_ + s, generation(seq));
+  if (c.rows > 0) {
+    check(cudaMemcpy2DAsync(c.dst, c.dstPitch, c.src, c.srcPitch, c.width, c.rows, cudaMemcpyHostToDevice, out_),
+          "cudaMemcpy2DAsync (staging to device)");
+  }
+  check(cudaEventRecord(outDone_[s], out_), "cudaEventRecord");
+}
+
+void CudaEngine::end(void* stream) {
+  check(cudaEventRecord(end_, out_), "cudaEventRecord");
+  check(cudaStreamWaitEvent(static_cast<cudaStream_t>(stream), end_, 0), "cudaStreamWaitEvent (the user's stream)");
+}
+
+void CudaEngine::waitIn(uint64_t seq) {
+  const int s = static_cast<int>(seq % slots_);
+  const uint32_t want = generation(seq);
+  for (int spins = 0; static_cast<int32_t>(flags_[s] - want) < 0; ++spins) {
+    if (spins > 1000) std::this_thread::sleep_for(std::chrono::microseconds(20));
+  }
+  std::atomic_thread_fence(std::memory_order_acquire);
+}
+
+void CudaEngine::release(uint64_t seq) {
+  std::atomic_thread_fence(std::memory_order_release);
+  flags_[slots_ + seq % slots_] = generation(seq);
+}
+
+}  // namespace conflux::staged

@@ -1,0 +1,70 @@
+// The copy engine for CUDA device memory (hfreduce's GPU path), on the copy engines only: no
+// kernel of Conflux's runs on the GPU.
+//
+// Mechanism. Staging is pinned, mapped host memory. A call first makes the inbound stream wait for
+// the user's stream (an event). Chunk `seq` is copied device -> slot on the inbound stream, after
+// the slot's previous chunk has been copied out (an event recorded on the outbound stream); the
+// inbound stream then writes the slot's generation to a host-mapped flag, which the progress thread
+// polls (waitIn). The outbound stream waits until the host writes the generation to the slot's
+// "released" flag (cuStreamWaitValue32 on host-mapped memory) and copies slot -> device. At the end
+// of a call the user's stream waits for the outbound stream (an event), so work queued after the
+// call sees its result and the calling thread never blocks.
+//
+// Where the driver lacks stream memory operations the flag writes and waits become host functions
+// on the streams (cudaLaunchHostFunc; the wait spins on the flag), and the engine says so at INFO.
+// Generations compare modulo 2^32 (CU_STREAM_WAIT_VALUE_GEQ), so flags never need resetting.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "copy_engine.h"
+
+namespace conflux::staged {
+
+class CudaEngine : public CopyEngine {
+ public:
+  // `slots` slots of `slotBytes` each, for buffers on `device`. Throws Error(kUnhandledCudaError).
+  CudaEngine(int device, int slots, size_t slotBytes);
+  ~CudaEngine() override;
+  CudaEngine(const CudaEngine&) = delete;
+  CudaEngine& operator=(const CudaEngine&) = delete;
+
+  int slots() const override { return slots_; }
+  size_t slotBytes() const override { return slotBytes_; }
+  char* slot(int index) override { return staging_ + static_cast<size_t>(index) * slotBytes_; }
+
+  // `stream` is a cudaStream_t (NULL: the legacy default stream).
+  void begin(void* stream) override;
+  void copyIn(uint64_t seq, const Copy2D& copy) override;
+  void copyOut(uint64_t seq, const Copy2D& copy) override;
+  void end(void* stream) override;
+  void waitIn(uint64_t seq) override;
+  void release(uint64_t seq) override;
+
+  bool streamMemOps() const { return waitValue_ != nullptr; }
+
+ private:
+  using WaitValueFn = int (*)(cudaStream_t, uintptr_t, uint32_t, unsigned);
+  using WriteValueFn = int (*)(cudaStream_t, uintptr_t, uint32_t, unsigned);
+  uint32_t generation(uint64_t seq) const { return static_cast<uint32_t>(seq / slots_ + 1); }
+  void writeFlag(cudaStream_t s, int flag, uint32_t value);
+  void waitFlag(cudaStream_t s, int flag, uint32_t value);
+
+  int device_;
+  int slots_;
+  size_t slotBytes_;
+  char* staging_ = nullptr;
+  // Host-mapped flags: [0, slots) inbound done, [slots, 2 slots) released by the host.
+  volatile uint32_t* flags_ = nullptr;
+  uintptr_t flagsDevice_ = 0;
+  cudaStream_t in_ = nullptr, out_ = nullptr;
+  cudaEvent_t begin_ = nullptr, end_ = nullptr;
+  std::vector<cudaEvent_t> outDone_;
+  WaitValueFn waitValue_ = nullptr;
+  WriteValueFn writeValue_ = nullptr;
+};
+
+}  // namespace conflux::staged
