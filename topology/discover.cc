@@ -1,5 +1,7 @@
 #include "topology/discover.h"
 
+#include <mutex>
+
 #include "common/env.h"
 #include "common/error.h"
 #include "common/log.h"
@@ -8,6 +10,11 @@
 namespace conflux::topology {
 
 Topology discover(bool dumpIt) {
+  // One discovery at a time per process: hwloc reads devices through libudev, which is not safe to
+  // enter from several threads at once (TSan saw a race inside it when one process initialised
+  // several communicators together, as ncclCommInitAll does). The only process-wide state here.
+  static std::mutex oneAtATime;
+  std::lock_guard<std::mutex> lock(oneAtATime);
   const std::string file = env::getString("CFX_TOPO_FILE");
   const std::string dump = dumpIt ? env::getString("CFX_TOPO_DUMP_FILE") : std::string();
   if (!haveHwloc()) {
