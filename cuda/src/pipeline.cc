@@ -41,23 +41,45 @@ void Pipeline::submit(const Call& call, void* stream) {
   part.chunks = chunksOf(part.shape, es, engine_->slotBytes());
   const size_t pitch = call.count * es;  // device rows: one block of `count` per rank
   engine_->begin(stream);
-  for (const Chunk& c : part.chunks) {
-    const uint64_t seq = nextSeq_++;
-    char* slot = engine_->slot(static_cast<int>(seq % engine_->slots()));
-    const SlotLayout l = slotLayout(part.shape, c.cols, es);
-    const size_t at = c.col * es;
-    const Shape& s = part.shape;
-    engine_->copyIn(seq, Copy2D{static_cast<const char*>(call.send) + at, pitch, slot + l.inOffset, l.rowBytes,
-                                l.rowBytes, s.copyIn ? static_cast<size_t>(s.inRows) : 0});
-    engine_->copyOut(seq, Copy2D{slot + l.outOffset, l.rowBytes, static_cast<char*>(call.recv) + at, pitch, l.rowBytes,
-                                 s.copyOut ? static_cast<size_t>(s.outRows) : 0});
+  // Chunks whose copy in is on the engine: the host part must wait for and release each of them,
+  // also when the engine fails part way (then it only releases them, so no copy waits forever).
+  size_t queued = 0;
+  try {
+    for (const Chunk& c : part.chunks) {
+      const uint64_t seq = nextSeq_++;
+      char* slot = engine_->slot(static_cast<int>(seq % engine_->slots()));
+      const SlotLayout l = slotLayout(part.shape, c.cols, es);
+      const size_t at = c.col * es;
+      const Shape& s = part.shape;
+      engine_->copyIn(seq, Copy2D{static_cast<const char*>(call.send) + at, pitch, slot + l.inOffset, l.rowBytes,
+                                  l.rowBytes, s.copyIn ? static_cast<size_t>(s.inRows) : 0});
+      ++queued;
+      engine_->copyOut(seq, Copy2D{slot + l.outOffset, l.rowBytes, static_cast<char*>(call.recv) + at, pitch,
+                                   l.rowBytes, s.copyOut ? static_cast<size_t>(s.outRows) : 0});
+    }
+    engine_->end(stream);
+  } catch (const Error& e) {
+    part.chunks.resize(queued);
+    recordError(static_cast<cfxResult_t>(static_cast<int>(e.status())), e.what());
+    enqueue(std::move(part));
+    throw;
   }
-  engine_->end(stream);
+  enqueue(std::move(part));
+}
+
+void Pipeline::enqueue(HostPart part) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     queue_.push_back(std::move(part));
   }
   cv_.notify_all();
+}
+
+void Pipeline::recordError(cfxResult_t r, const std::string& message) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (error_ != cfxSuccess) return;  // the first failure is the one kept
+  error_ = r;
+  errorMessage_ = message;
 }
 
 void Pipeline::drain() {
@@ -98,11 +120,7 @@ void Pipeline::runHost(const HostPart& part) {
     }
     if (!failed) {
       const cfxResult_t r = runChunk(part, c, seq);
-      if (r != cfxSuccess) {
-        std::lock_guard<std::mutex> lock(mu_);
-        error_ = r;
-        errorMessage_ = cfxGetLastError(comm_);
-      }
+      if (r != cfxSuccess) recordError(r, cfxGetLastError(comm_));
     }
     engine_->release(seq);
     ++seq;

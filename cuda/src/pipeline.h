@@ -44,7 +44,9 @@ class Pipeline {
   Pipeline& operator=(const Pipeline&) = delete;
 
   // Queues `call` after the work on `stream`; work queued on `stream` afterwards sees its result.
-  // Throws Error for bad arguments or after an earlier failure (nothing is queued then).
+  // Throws Error for bad arguments or after an earlier failure (nothing is queued then), or when the
+  // engine fails part way (the failure is then also the pipeline's error, and the chunks already
+  // queued are released).
   void submit(const Call& call, void* stream);
   // Blocks until every submitted host part has run (the copies may still be in flight).
   void drain();
@@ -60,6 +62,8 @@ class Pipeline {
     std::vector<Chunk> chunks;
     uint64_t firstSeq;
   };
+  void enqueue(HostPart part);
+  void recordError(cfxResult_t r, const std::string& message);
   void run();
   void runHost(const HostPart& part);
   cfxResult_t runChunk(const HostPart& part, const Chunk& chunk, uint64_t seq);

@@ -177,3 +177,29 @@ TEST(StagedPipeline, KilledPeerReleasesTheStream) {
     EXPECT_NE(message.find("rank 1"), std::string::npos) << message;
   }, opts);
 }
+
+// An engine that fails part way through a call (as a CUDA copy can): submit throws, the chunks
+// already queued are released so the engine's streams finish, and the failure is kept.
+TEST(StagedPipeline, EngineFailurePartWayReleasesWhatWasQueued) {
+  class FailingEngine : public HostEngine {
+   public:
+    FailingEngine() : HostEngine(2, 256) {}
+    void copyIn(uint64_t seq, const Copy2D& copy) override {
+      if (seq == 3) throw conflux::Error(conflux::Status::kUnhandledCudaError, "copy failed (injected)");
+      HostEngine::copyIn(seq, copy);
+    }
+  };
+  runRanks(1, [](Rank& rk) {
+    // The buffers outlive the pipeline: with no end() on the stream, only the engine's destructor
+    // waits for the queued copies out.
+    std::vector<float> in(1000, 1.0f), out(1000, 0.0f);
+    Pipeline p(rk.comm, std::make_unique<FailingEngine>());
+    HostStream stream;
+    EXPECT_THROW(p.submit(Call{Coll::kAllReduce, in.data(), out.data(), in.size(), cfxFloat32, cfxSum, -1}, &stream),
+                 conflux::Error);
+    p.drain();  // returns: the three queued chunks were waited for and released
+    std::string message;
+    EXPECT_EQ(p.asyncError(&message), cfxUnhandledCudaError);
+    EXPECT_NE(message.find("injected"), std::string::npos) << message;
+  });
+}
