@@ -18,7 +18,7 @@ void check(cudaError_t e, const char* what) {
   }
 }
 
-// A flag write or wait done by a host function on a stream (no stream memory operations).
+// A flag write done by a host function on a stream (no stream memory operations).
 struct FlagOp {
   volatile uint32_t* flag;
   uint32_t value;
@@ -28,15 +28,6 @@ void CUDART_CB writeHost(void* p) {
   auto* op = static_cast<FlagOp*>(p);
   std::atomic_thread_fence(std::memory_order_release);
   *op->flag = op->value;
-  delete op;
-}
-
-void CUDART_CB waitHost(void* p) {
-  auto* op = static_cast<FlagOp*>(p);
-  for (int spins = 0; static_cast<int32_t>(*op->flag - op->value) < 0; ++spins) {
-    if (spins > 1000) std::this_thread::sleep_for(std::chrono::microseconds(20));
-  }
-  std::atomic_thread_fence(std::memory_order_acquire);
   delete op;
 }
 
@@ -57,7 +48,12 @@ constexpr unsigned kWriteDefault = 0x0;  // CU_STREAM_WRITE_VALUE_DEFAULT
 }  // namespace
 
 CudaEngine::CudaEngine(int device, int slots, size_t slotBytes)
-    : device_(device), slots_(slots), slotBytes_(slotBytes), outDone_(static_cast<size_t>(slots), nullptr) {
+    : device_(device),
+      slots_(slots),
+      slotBytes_(slotBytes),
+      outDone_(static_cast<size_t>(slots), nullptr),
+      pendingOut_(static_cast<size_t>(slots)),
+      queuedOut_(static_cast<size_t>(slots), 0) {
   check(cudaSetDevice(device_), "cudaSetDevice");
   void* staging = nullptr;
   check(cudaHostAlloc(&staging, static_cast<size_t>(slots) * slotBytes, cudaHostAllocPortable), "cudaHostAlloc (staging)");
@@ -84,7 +80,7 @@ CudaEngine::CudaEngine(int device, int slots, size_t slotBytes)
   logInfo("staged GPU path on device " + std::to_string(device_) + ": " + std::to_string(slots_) + " slots of " +
           std::to_string(slotBytes_) + " bytes; " +
           (waitValue_ ? "stream memory operations (cuStreamWaitValue32) order the copies back"
-                      : "no stream memory operations: host functions on the streams order the copies back"));
+                      : "no stream memory operations: the host queues each copy back, and calls wait for slots"));
 }
 
 CudaEngine::~CudaEngine() {
@@ -100,24 +96,40 @@ CudaEngine::~CudaEngine() {
   cudaFreeHost(staging_);
 }
 
-void CudaEngine::writeFlag(cudaStream_t s, int flag, uint32_t value) {
+void CudaEngine::writeInFlag(int slot, uint32_t value) {
   if (writeValue_) {
-    if (writeValue_(s, flagsDevice_ + flag * sizeof(uint32_t), value, kWriteDefault) != 0) {
+    if (writeValue_(in_, flagsDevice_ + slot * sizeof(uint32_t), value, kWriteDefault) != 0) {
       throw Error(Status::kUnhandledCudaError, "cuStreamWriteValue32 failed");
     }
     return;
   }
-  check(cudaLaunchHostFunc(s, writeHost, new FlagOp{flags_ + flag, value}), "cudaLaunchHostFunc");
+  check(cudaLaunchHostFunc(in_, writeHost, new FlagOp{flags_ + slot, value}), "cudaLaunchHostFunc");
 }
 
-void CudaEngine::waitFlag(cudaStream_t s, int flag, uint32_t value) {
-  if (waitValue_) {
-    if (waitValue_(s, flagsDevice_ + flag * sizeof(uint32_t), value, kWaitGeq) != 0) {
-      throw Error(Status::kUnhandledCudaError, "cuStreamWaitValue32 failed");
-    }
-    return;
+void CudaEngine::queueCopyOut(uint64_t seq) {
+  const int s = static_cast<int>(seq % slots_);
+  Copy2D c;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    c = pendingOut_[s];
   }
-  check(cudaLaunchHostFunc(s, waitHost, new FlagOp{flags_ + flag, value}), "cudaLaunchHostFunc");
+  if (c.rows > 0) {
+    check(cudaMemcpy2DAsync(c.dst, c.dstPitch, c.src, c.srcPitch, c.width, c.rows, cudaMemcpyHostToDevice, out_),
+          "cudaMemcpy2DAsync (staging to device)");
+  }
+  check(cudaEventRecord(outDone_[s], out_), "cudaEventRecord");
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    queuedOut_[s] = generation(seq);
+  }
+  cv_.notify_all();
+}
+
+void CudaEngine::awaitCopyOutQueued(uint64_t seq) {
+  const int s = static_cast<int>(seq % slots_);
+  const uint32_t want = generation(seq);
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait(lock, [&] { return static_cast<int32_t>(queuedOut_[s] - want) >= 0; });
 }
 
 void CudaEngine::begin(void* stream) {
@@ -127,17 +139,29 @@ void CudaEngine::begin(void* stream) {
 
 void CudaEngine::copyIn(uint64_t seq, const Copy2D& c) {
   const int s = static_cast<int>(seq % slots_);
-  if (seq >= static_cast<uint64_t>(slots_)) check(cudaStreamWaitEvent(in_, outDone_[s], 0), "cudaStreamWaitEvent");
+  if (seq >= static_cast<uint64_t>(slots_)) {
+    if (!waitValue_) awaitCopyOutQueued(seq - slots_);  // its event is recorded only then
+    check(cudaStreamWaitEvent(in_, outDone_[s], 0), "cudaStreamWaitEvent");
+  }
   if (c.rows > 0) {
     check(cudaMemcpy2DAsync(c.dst, c.dstPitch, c.src, c.srcPitch, c.width, c.rows, cudaMemcpyDeviceToHost, in_),
           "cudaMemcpy2DAsync (device to staging)");
   }
-  writeFlag(in_, s, generation(seq));
+  writeInFlag(s, generation(seq));
 }
 
 void CudaEngine::copyOut(uint64_t seq, const Copy2D& c) {
   const int s = static_cast<int>(seq % slots_);
-  waitFlag(out_, slots_ + s, generation(seq));
+  anyOut_ = true;
+  lastOut_ = seq;
+  if (!waitValue_) {
+    std::lock_guard<std::mutex> lock(mu_);
+    pendingOut_[s] = c;  // queued by release()
+    return;
+  }
+  if (waitValue_(out_, flagsDevice_ + (slots_ + s) * sizeof(uint32_t), generation(seq), kWaitGeq) != 0) {
+    throw Error(Status::kUnhandledCudaError, "cuStreamWaitValue32 failed");
+  }
   if (c.rows > 0) {
     check(cudaMemcpy2DAsync(c.dst, c.dstPitch, c.src, c.srcPitch, c.width, c.rows, cudaMemcpyHostToDevice, out_),
           "cudaMemcpy2DAsync (staging to device)");
@@ -146,6 +170,7 @@ void CudaEngine::copyOut(uint64_t seq, const Copy2D& c) {
 }
 
 void CudaEngine::end(void* stream) {
+  if (!waitValue_ && anyOut_) awaitCopyOutQueued(lastOut_);
   check(cudaEventRecord(end_, out_), "cudaEventRecord");
   check(cudaStreamWaitEvent(static_cast<cudaStream_t>(stream), end_, 0), "cudaStreamWaitEvent (the user's stream)");
 }
@@ -160,6 +185,10 @@ void CudaEngine::waitIn(uint64_t seq) {
 }
 
 void CudaEngine::release(uint64_t seq) {
+  if (!waitValue_) {
+    queueCopyOut(seq);
+    return;
+  }
   std::atomic_thread_fence(std::memory_order_release);
   flags_[slots_ + seq % slots_] = generation(seq);
 }

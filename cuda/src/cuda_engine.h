@@ -10,14 +10,19 @@
 // of a call the user's stream waits for the outbound stream (an event), so work queued after the
 // call sees its result and the calling thread never blocks.
 //
-// Where the driver lacks stream memory operations the flag writes and waits become host functions
-// on the streams (cudaLaunchHostFunc; the wait spins on the flag), and the engine says so at INFO.
+// Where the driver lacks stream memory operations (said at INFO), the inbound flag is written by a
+// host function on the inbound stream, and the host itself queues each copy out when it releases
+// the chunk; the calling thread then waits where a stream would have: before reusing a slot whose
+// copy out is not queued yet, and at the end of a call for its last copy out. (A host function
+// that waited on a stream would block CUDA's callback thread, which the inbound flags need.)
 // Generations compare modulo 2^32 (CU_STREAM_WAIT_VALUE_GEQ), so flags never need resetting.
 #pragma once
 
 #include <cuda_runtime_api.h>
 
+#include <condition_variable>
 #include <cstdint>
+#include <mutex>
 #include <vector>
 
 #include "copy_engine.h"
@@ -50,8 +55,11 @@ class CudaEngine : public CopyEngine {
   using WaitValueFn = int (*)(cudaStream_t, uintptr_t, uint32_t, unsigned);
   using WriteValueFn = int (*)(cudaStream_t, uintptr_t, uint32_t, unsigned);
   uint32_t generation(uint64_t seq) const { return static_cast<uint32_t>(seq / slots_ + 1); }
-  void writeFlag(cudaStream_t s, int flag, uint32_t value);
-  void waitFlag(cudaStream_t s, int flag, uint32_t value);
+  void writeInFlag(int slot, uint32_t value);
+  // Without stream memory operations: queues the copy out of `seq` (the host released it).
+  void queueCopyOut(uint64_t seq);
+  // Without stream memory operations: blocks until the copy out of `seq` is queued.
+  void awaitCopyOutQueued(uint64_t seq);
 
   int device_;
   int slots_;
@@ -65,6 +73,14 @@ class CudaEngine : public CopyEngine {
   std::vector<cudaEvent_t> outDone_;
   WaitValueFn waitValue_ = nullptr;
   WriteValueFn writeValue_ = nullptr;
+  // Without stream memory operations: each slot's pending copy out, and the generation whose copy
+  // out has been queued.
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<Copy2D> pendingOut_;
+  std::vector<uint32_t> queuedOut_;
+  bool anyOut_ = false;
+  uint64_t lastOut_ = 0;  // the last chunk given to copyOut (the submitting thread's)
 };
 
 }  // namespace conflux::staged

@@ -112,17 +112,21 @@ void Pipeline::run() {
 void Pipeline::runHost(const HostPart& part) {
   uint64_t seq = part.firstSeq;
   for (const Chunk& c : part.chunks) {
-    engine_->waitIn(seq);
-    bool failed;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      failed = error_ != cfxSuccess;
+    try {
+      engine_->waitIn(seq);
+      bool failed;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        failed = error_ != cfxSuccess;
+      }
+      if (!failed) {
+        const cfxResult_t r = runChunk(part, c, seq);
+        if (r != cfxSuccess) recordError(r, cfxGetLastError(comm_));
+      }
+      engine_->release(seq);
+    } catch (const Error& e) {  // the engine failed (a CUDA error): keep it, go on releasing
+      recordError(static_cast<cfxResult_t>(static_cast<int>(e.status())), e.what());
     }
-    if (!failed) {
-      const cfxResult_t r = runChunk(part, c, seq);
-      if (r != cfxSuccess) recordError(r, cfxGetLastError(comm_));
-    }
-    engine_->release(seq);
     ++seq;
   }
 }
