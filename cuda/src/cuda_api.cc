@@ -106,6 +106,21 @@ void checkRank(const cfxCudaComm& c, int r, const char* what) {
   }
 }
 
+// A call recorded into a CUDA graph would need the progress engine at replay, which a graph cannot
+// express: refuse it clearly (NCCL supports capture; Conflux's staged path does not yet).
+void checkNotCapturing(void* stream) {
+  cudaStreamCaptureStatus st = cudaStreamCaptureStatusNone;
+  if (cudaStreamIsCapturing(static_cast<cudaStream_t>(stream), &st) != cudaSuccess) {
+    cudaGetLastError();
+    return;  // an invalid stream fails at the first copy, with CUDA's message
+  }
+  if (st != cudaStreamCaptureStatusNone) {
+    throw Error(Status::kInvalidUsage,
+                "the stream is being captured into a CUDA graph: Conflux's staged path cannot be captured; "
+                "issue the collective outside the capture");
+  }
+}
+
 // Checks `call` (the collective's own checks in `extra`, then this rank's buffers) and submits it.
 template <class Extra>
 cfxResult_t run(const char* fn, cfxCudaComm_t comm, const Call& call, void* stream, Extra&& extra) {
@@ -116,6 +131,7 @@ cfxResult_t run(const char* fn, cfxCudaComm_t comm, const Call& call, void* stre
     const Shape s = shapeOf(call.coll, call.count, c.nranks, c.rank, call.root);
     if (s.copyIn) checkDevice(c, call.send, s.inRows * call.count * es, "sendbuff");
     if (s.copyOut) checkDevice(c, call.recv, s.outRows * call.count * es, "recvbuff");
+    checkNotCapturing(stream);
     c.pipeline->submit(call, stream);
   });
 }
@@ -150,6 +166,10 @@ cfxResult_t cfxCudaCommDestroy(cfxCudaComm_t comm) {
     c.alive = false;
     c.pipeline.reset();
   });
+}
+
+cfxResult_t cfxCudaCommSynchronize(cfxCudaComm_t comm) {
+  return guarded("cfxCudaCommSynchronize", comm, [&] { live(comm).pipeline->drain(); });
 }
 
 cfxResult_t cfxCudaCommGetAsyncError(cfxCudaComm_t comm, cfxResult_t* asyncError) {

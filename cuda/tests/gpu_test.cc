@@ -141,6 +141,26 @@ TEST(Gpu, HostBufferIsAnArgumentError) {
   });
 }
 
+// Recording a Conflux call into a CUDA graph is a clear usage error, and the capture can end.
+TEST(Gpu, GraphCaptureIsAUsageError) {
+  runRanks(1, [](Rank& rk) {
+    cfxCudaComm_t cc = nullptr;
+    ASSERT_EQ(cfxCudaCommCreate(rk.comm, 0, &cc), cfxSuccess) << cfxCudaGetLastError(nullptr);
+    cudaStream_t s;
+    CUDA_OK(cudaStreamCreate(&s));
+    float* dev = nullptr;
+    CUDA_OK(cudaMalloc(&dev, 64));
+    CUDA_OK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+    EXPECT_EQ(cfxCudaAllReduce(dev, dev, 16, cfxFloat32, cfxSum, cc, s), cfxInvalidUsage);
+    EXPECT_NE(std::string(cfxCudaGetLastError(cc)).find("CUDA graph"), std::string::npos) << cfxCudaGetLastError(cc);
+    cudaGraph_t g = nullptr;
+    CUDA_OK(cudaStreamEndCapture(s, &g));
+    if (g) cudaGraphDestroy(g);
+    cudaFree(dev);
+    ASSERT_EQ(cfxCudaCommDestroy(cc), cfxSuccess);
+  });
+}
+
 // A rank killed before the collective: the survivor's stream completes (released with an error
 // status) within the timeout, and the error names the dead rank.
 TEST(Gpu, KilledRankReleasesTheStream) {

@@ -178,6 +178,34 @@ TEST(StagedPipeline, KilledPeerReleasesTheStream) {
   }, opts);
 }
 
+// cfxCommAbort from another thread while the stream waits on a collective a peer never joins: the
+// host part fails with cfxAborted and releases the stream, well before the communicator's timeout.
+TEST(StagedPipeline, CommAbortReleasesTheStream) {
+  RunOptions opts;
+  opts.env = {"CFX_TIMEOUT=60"};
+  runRanks(2, [](Rank& rk) {
+    if (rk.rank == 1) {  // never joins; waits until rank 0 is done so its socket stays open
+      std::this_thread::sleep_for(std::chrono::seconds(3));
+      return;
+    }
+    Pipeline p(rk.comm, std::make_unique<HostEngine>(2, 4096));
+    HostStream stream;
+    std::vector<float> in(1 << 14, 1.0f), out(1 << 14, 0.0f);
+    const auto t0 = std::chrono::steady_clock::now();
+    p.submit(Call{Coll::kAllReduce, in.data(), out.data(), in.size(), cfxFloat32, cfxSum, -1}, &stream);
+    std::thread aborter([&] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));
+      cfxCommAbort(rk.comm);
+    });
+    stream.synchronize();  // returns: the abort released the chunks
+    aborter.join();
+    rk.comm = nullptr;  // cfxCommAbort freed it
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(20));
+    std::string message;
+    EXPECT_EQ(p.asyncError(&message), cfxAborted) << message;
+  }, opts);
+}
+
 // An engine that fails part way through a call (as a CUDA copy can): submit throws, the chunks
 // already queued are released so the engine's streams finish, and the failure is kept.
 TEST(StagedPipeline, EngineFailurePartWayReleasesWhatWasQueued) {

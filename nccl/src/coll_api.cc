@@ -1,12 +1,14 @@
 // NCCL's collectives, point-to-point calls and groups over Conflux's. Each call checks the
-// communicator, resolves a PreMulSum op into Sum over a scaled copy, and calls the cfx function
-// blocking: the shim has no CUDA stream to order against in a build without CUDA, so a call's
-// result is in place when it returns, which satisfies every NCCL program that synchronises its
-// stream before reading. Gather and Scatter are grouped sends and receives.
+// communicator; device buffers go to the staged path on the caller's stream (device_route.h).
+// Host buffers: the call resolves a PreMulSum op into Sum over a scaled copy and calls the cfx
+// function blocking, so its result is in place when it returns, which satisfies every NCCL program
+// that synchronises its stream before reading. Gather and Scatter are grouped sends and receives
+// (host buffers only).
 #include <cstring>
 #include <string>
 #include <vector>
 
+#include "device_route.h"
 #include "group.h"
 #include "shim.h"
 
@@ -36,8 +38,9 @@ ncclResult_t call(const char* fn, ncclComm_t comm, F&& body) {
 }  // namespace
 
 NCCL_API ncclResult_t ncclAllReduce(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
-                                    ncclRedOp_t op, ncclComm_t comm, cudaStream_t) {
+                                    ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
   return call("ncclAllReduce", comm, [&](ncclComm& c) {
+    if (runOnDevice(c, {DeviceColl::kAllReduce, sendbuff, recvbuff, count, datatype, op, -1, stream})) return;
     Scratch s;
     auto r = c.premul.resolve(op, datatype, sendbuff, count, s.get());
     check(cfxAllReduce(r.send, recvbuff, count, dt(datatype), r.op, c.inner, nullptr), c.inner);
@@ -45,8 +48,9 @@ NCCL_API ncclResult_t ncclAllReduce(const void* sendbuff, void* recvbuff, size_t
 }
 
 NCCL_API ncclResult_t ncclReduce(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
-                                 ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t) {
+                                 ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t stream) {
   return call("ncclReduce", comm, [&](ncclComm& c) {
+    if (runOnDevice(c, {DeviceColl::kReduce, sendbuff, recvbuff, count, datatype, op, root, stream})) return;
     Scratch s;
     auto r = c.premul.resolve(op, datatype, sendbuff, count, s.get());
     check(cfxReduce(r.send, recvbuff, count, dt(datatype), r.op, root, c.inner, nullptr), c.inner);
@@ -54,8 +58,9 @@ NCCL_API ncclResult_t ncclReduce(const void* sendbuff, void* recvbuff, size_t co
 }
 
 NCCL_API ncclResult_t ncclReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount,
-                                        ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm, cudaStream_t) {
+                                        ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
   return call("ncclReduceScatter", comm, [&](ncclComm& c) {
+    if (runOnDevice(c, {DeviceColl::kReduceScatter, sendbuff, recvbuff, recvcount, datatype, op, -1, stream})) return;
     int n = 0;
     check(cfxCommCount(c.inner, &n), c.inner);
     Scratch s;
@@ -65,52 +70,59 @@ NCCL_API ncclResult_t ncclReduceScatter(const void* sendbuff, void* recvbuff, si
 }
 
 NCCL_API ncclResult_t ncclBroadcast(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
-                                    int root, ncclComm_t comm, cudaStream_t) {
+                                    int root, ncclComm_t comm, cudaStream_t stream) {
   return call("ncclBroadcast", comm, [&](ncclComm& c) {
+    if (runOnDevice(c, {DeviceColl::kBroadcast, sendbuff, recvbuff, count, datatype, ncclSum, root, stream})) return;
     check(cfxBroadcast(sendbuff, recvbuff, count, dt(datatype), root, c.inner, nullptr), c.inner);
   });
 }
 
 // The legacy in-place broadcast.
 NCCL_API ncclResult_t ncclBcast(void* buff, size_t count, ncclDataType_t datatype, int root, ncclComm_t comm,
-                                cudaStream_t) {
+                                cudaStream_t stream) {
   return call("ncclBcast", comm, [&](ncclComm& c) {
+    if (runOnDevice(c, {DeviceColl::kBroadcast, buff, buff, count, datatype, ncclSum, root, stream})) return;
     check(cfxBroadcast(buff, buff, count, dt(datatype), root, c.inner, nullptr), c.inner);
   });
 }
 
 NCCL_API ncclResult_t ncclAllGather(const void* sendbuff, void* recvbuff, size_t sendcount, ncclDataType_t datatype,
-                                    ncclComm_t comm, cudaStream_t) {
+                                    ncclComm_t comm, cudaStream_t stream) {
   return call("ncclAllGather", comm, [&](ncclComm& c) {
+    if (runOnDevice(c, {DeviceColl::kAllGather, sendbuff, recvbuff, sendcount, datatype, ncclSum, -1, stream})) return;
     check(cfxAllGather(sendbuff, recvbuff, sendcount, dt(datatype), c.inner, nullptr), c.inner);
   });
 }
 
 NCCL_API ncclResult_t ncclAlltoAll(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
-                                   ncclComm_t comm, cudaStream_t) {
+                                   ncclComm_t comm, cudaStream_t stream) {
   return call("ncclAlltoAll", comm, [&](ncclComm& c) {
+    if (runOnDevice(c, {DeviceColl::kAlltoAll, sendbuff, recvbuff, count, datatype, ncclSum, -1, stream})) return;
     check(cfxAlltoAll(sendbuff, recvbuff, count, dt(datatype), c.inner, nullptr), c.inner);
   });
 }
 
 NCCL_API ncclResult_t ncclSend(const void* sendbuff, size_t count, ncclDataType_t datatype, int peer,
-                               ncclComm_t comm, cudaStream_t) {
+                               ncclComm_t comm, cudaStream_t stream) {
   return call("ncclSend", comm, [&](ncclComm& c) {
+    if (runOnDevice(c, {DeviceColl::kSend, sendbuff, nullptr, count, datatype, ncclSum, peer, stream})) return;
     check(cfxSend(sendbuff, count, dt(datatype), peer, c.inner, nullptr), c.inner);
   });
 }
 
 NCCL_API ncclResult_t ncclRecv(void* recvbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm,
-                               cudaStream_t) {
+                               cudaStream_t stream) {
   return call("ncclRecv", comm, [&](ncclComm& c) {
+    if (runOnDevice(c, {DeviceColl::kRecv, nullptr, recvbuff, count, datatype, ncclSum, peer, stream})) return;
     check(cfxRecv(recvbuff, count, dt(datatype), peer, c.inner, nullptr), c.inner);
   });
 }
 
 // Gather: every rank's `count` elements land at recvbuff + rank * count on `root`.
 NCCL_API ncclResult_t ncclGather(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
-                                 int root, ncclComm_t comm, cudaStream_t) {
+                                 int root, ncclComm_t comm, cudaStream_t stream) {
   return call("ncclGather", comm, [&](ncclComm& c) {
+    requireHost(sendbuff, recvbuff, "Gather");
     int n = 0, me = 0;
     check(cfxCommCount(c.inner, &n), c.inner);
     check(cfxCommUserRank(c.inner, &me), c.inner);
@@ -135,8 +147,9 @@ NCCL_API ncclResult_t ncclGather(const void* sendbuff, void* recvbuff, size_t co
 
 // Scatter: `root` sends sendbuff + rank * count to each rank.
 NCCL_API ncclResult_t ncclScatter(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
-                                  int root, ncclComm_t comm, cudaStream_t) {
+                                  int root, ncclComm_t comm, cudaStream_t stream) {
   return call("ncclScatter", comm, [&](ncclComm& c) {
+    requireHost(sendbuff, recvbuff, "Scatter");
     int n = 0, me = 0;
     check(cfxCommCount(c.inner, &n), c.inner);
     check(cfxCommUserRank(c.inner, &me), c.inner);

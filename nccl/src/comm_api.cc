@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "device_route.h"
 #include "group.h"
 #include "shim.h"
 
@@ -44,23 +45,31 @@ void checkRanks(int nranks, int rank) {
 void initRank(ncclComm_t* comm, int nranks, const ncclUniqueId& id, int rank, const void* config) {
   if (comm == nullptr) throw ShimError(ncclInvalidArgument, "comm is NULL");
   checkRanks(nranks, rank);
-  PendingInit p{comm, nranks, toCfx(id), rank, toCfx(config)};
+  PendingInit p{comm, nranks, toCfx(id), rank, toCfx(config), currentDevice()};
   if (inGroup()) {
     deferInit(p);
     return;
   }
   cfxComm_t inner = nullptr;
   check(cfxCommInitRankConfig(&inner, nranks, p.id, rank, &p.config), nullptr);
-  *comm = wrap(inner, 0);
+  *comm = wrap(inner, p.cudaDev);
 }
 
-// Releases the Conflux communicator and marks the handle dead (never freed, see shim.h).
-void retire(ncclComm* c, cfxResult_t (*release)(cfxComm_t)) {
+// Releases the Conflux communicator and marks the handle dead (never freed, see shim.h). Destroy
+// lets the staged path finish first; abort fails the communicator first, which releases the
+// streams waiting on the staged path, then frees that.
+void retire(ncclComm* c, bool abort) {
   uint32_t alive = ncclComm::kAlive;
   if (!c->state.compare_exchange_strong(alive, ncclComm::kDead)) {
     throw ShimError(ncclInvalidArgument, "comm was already destroyed or aborted");
   }
-  check(release(c->inner), nullptr);
+  if (abort) {
+    check(cfxCommAbort(c->inner), nullptr);
+    retireDevice(*c);
+  } else {
+    retireDevice(*c);
+    check(cfxCommDestroy(c->inner), nullptr);
+  }
 }
 
 }  // namespace
@@ -108,9 +117,10 @@ NCCL_API ncclResult_t ncclCommInitAll(ncclComm_t* comms, int ndev, const int* de
     cfxUniqueId id;
     check(cfxGetUniqueId(&id), nullptr);
     std::vector<PendingInit> inits;
-    for (int i = 0; i < ndev; ++i) inits.push_back({&comms[i], ndev, id, i, CFX_CONFIG_INITIALIZER});
+    for (int i = 0; i < ndev; ++i) {
+      inits.push_back({&comms[i], ndev, id, i, CFX_CONFIG_INITIALIZER, devlist ? devlist[i] : i});
+    }
     initTogether(inits);
-    for (int i = 0; i < ndev; ++i) comms[i]->cudaDev = devlist ? devlist[i] : i;
   });
 }
 
@@ -134,14 +144,14 @@ NCCL_API ncclResult_t ncclCommFinalize(ncclComm_t comm) {
 NCCL_API ncclResult_t ncclCommDestroy(ncclComm_t comm) {
   return guarded("ncclCommDestroy", comm, [&] {
     if (comm == nullptr) return;  // as NCCL: destroying NULL is a no-op
-    retire(live(comm), cfxCommDestroy);
+    retire(live(comm), false);
   });
 }
 
 NCCL_API ncclResult_t ncclCommAbort(ncclComm_t comm) {
   return guarded("ncclCommAbort", comm, [&] {
     if (comm == nullptr) return;
-    retire(live(comm), cfxCommAbort);
+    retire(live(comm), true);
   });
 }
 
@@ -171,7 +181,7 @@ NCCL_API ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* async
     if (asyncError == nullptr) throw ShimError(ncclInvalidArgument, "asyncError is NULL");
     cfxResult_t r = cfxSuccess;
     check(cfxCommGetAsyncError(live(comm)->inner, &r), comm->inner);
-    *asyncError = toNccl(r);
+    *asyncError = r != cfxSuccess ? toNccl(r) : deviceAsyncError(*comm);
   });
 }
 
@@ -191,16 +201,16 @@ NCCL_API const char* ncclGetErrorString(ncclResult_t result) {
 
 NCCL_API const char* ncclGetLastError(ncclComm_t comm) { return lastError(comm); }
 
-// Buffers: on a build without CUDA, host memory (what the shim's collectives then move).
+// Buffers: device memory where a GPU is present, else host memory (which the shim also moves).
 NCCL_API ncclResult_t ncclMemAlloc(void** ptr, size_t size) {
   return guarded("ncclMemAlloc", nullptr, [&] {
     if (ptr == nullptr) throw ShimError(ncclInvalidArgument, "ptr is NULL");
-    *ptr = ::operator new(size == 0 ? 1 : size);
+    *ptr = memAlloc(size);
   });
 }
 
 NCCL_API ncclResult_t ncclMemFree(void* ptr) {
-  return guarded("ncclMemFree", nullptr, [&] { ::operator delete(ptr); });
+  return guarded("ncclMemFree", nullptr, [&] { memFree(ptr); });
 }
 
 // Registration is a hint in NCCL; Conflux stages through its own shared memory, so a handle is

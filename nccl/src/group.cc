@@ -65,7 +65,7 @@ void initTogether(const std::vector<PendingInit>& inits) {
       cfxConfig_t config = p.config;
       results[i] = cfxCommInitRankConfig(&inner, p.nranks, p.id, p.rank, &config);
       if (results[i] == cfxSuccess) {
-        *p.out = wrap(inner, 0);
+        *p.out = wrap(inner, p.cudaDev);
       } else {
         *p.out = nullptr;
         errors[i] = cfxGetLastError(nullptr);

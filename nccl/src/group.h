@@ -26,6 +26,7 @@ struct PendingInit {
   cfxUniqueId id;
   int rank;
   cfxConfig_t config;
+  int cudaDev;  // the device current when the init was issued (NCCL's rule)
 };
 void deferInit(const PendingInit& init);
 // Creates several ranks' communicators at once from this process, one thread each (they rendezvous

@@ -18,7 +18,9 @@
 extern "C" {
 
 typedef struct ncclComm* ncclComm_t;
+#ifndef __CUDA_RUNTIME_API_H__  // CUDA's own (a pointer too) where its headers came first
 typedef void* cudaStream_t;
+#endif
 typedef void* ncclWindow_t;
 
 #define NCCL_UNIQUE_ID_BYTES 128

@@ -22,6 +22,9 @@ struct ncclComm {
   cfxComm_t inner = nullptr;
   int cudaDev = 0;
   cfx_nccl::PreMulTable premul;
+  // The staged path for device buffers (a cfxCudaComm_t), made at the first device call.
+  std::mutex stagedMu;
+  struct cfxCudaComm* staged = nullptr;
   std::mutex errorMu;
   std::string lastError;
 };

@@ -27,6 +27,10 @@ typedef struct cfxCudaComm* cfxCudaComm_t;
 CFX_API cfxResult_t cfxCudaCommCreate(cfxComm_t comm, int device, cfxCudaComm_t* cudaComm);
 /* Waits for what was submitted, then frees the staging; the Conflux communicator stays. */
 CFX_API cfxResult_t cfxCudaCommDestroy(cfxCudaComm_t cudaComm);
+/* Waits until the host part of everything submitted has run (copies back to the device may still be
+ * queued on their streams). Afterwards the calling thread may use the Conflux communicator directly
+ * until its next staged call. */
+CFX_API cfxResult_t cfxCudaCommSynchronize(cfxCudaComm_t cudaComm);
 /* The first failure of an operation already returned from (a dead peer, a timeout): its streams were
  * released, their results are undefined, and every later call fails with it. */
 CFX_API cfxResult_t cfxCudaCommGetAsyncError(cfxCudaComm_t cudaComm, cfxResult_t* asyncError);

@@ -1,0 +1,17 @@
+// The shim without CUDA: every buffer is host memory, so nothing is routed to a staged path.
+#include <new>
+
+#include "device_route.h"
+#include "shim.h"
+
+namespace cfx_nccl {
+
+bool runOnDevice(ncclComm&, const DeviceCall&) { return false; }
+void requireHost(const void*, const void*, const char*) {}
+ncclResult_t deviceAsyncError(ncclComm&) { return ncclSuccess; }
+void retireDevice(ncclComm&) {}
+int currentDevice() { return 0; }
+void* memAlloc(size_t bytes) { return ::operator new(bytes == 0 ? 1 : bytes); }
+void memFree(void* ptr) { ::operator delete(ptr); }
+
+}  // namespace cfx_nccl
