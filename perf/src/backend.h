@@ -1,5 +1,5 @@
 // What a perf binary needs from a communication library. One measurement loop (runner.cc) and one
-// output format serve every backend: Conflux, MPI and Gloo (and NCCL in CUDA builds, later).
+// output format serve every backend: Conflux, MPI, Gloo and NCCL.
 // Datatypes and ops use Conflux's enums (NCCL's values) as the common vocabulary.
 #pragma once
 
@@ -34,6 +34,9 @@ class Backend {
   virtual bool supports(Coll c, cfxDataType_t t, cfxRedOp_t op) const = 0;
   // Whether the backend has an in-place form of `c` (else the in-place columns read N/A).
   virtual bool supportsInPlace(Coll c) const { return true; }
+  // Whether run() can take CUDA device buffers; useDevice() says they will come, on `device`.
+  virtual bool acceptsDevice() const { return false; }
+  virtual void useDevice(int /*device*/) {}
   // Issues one operation; may return before it completes when `blocking` is false.
   virtual void run(const OpArgs& a, bool blocking) = 0;
   // Waits for everything issued.

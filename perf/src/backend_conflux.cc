@@ -1,5 +1,12 @@
 // The Conflux backend: the communicator comes from cfxCommInitFromEnv (cfxrun, torchrun, mpirun,
 // srun). Non-blocking runs (-z 0, the default) go on a stream, as nccl-tests does on a CUDA stream.
+// In CUDA builds, device buffers go through the staged path (conflux/conflux_cuda.h) on a CUDA stream.
+#ifdef CFX_PERF_CUDA
+#include <cuda_runtime_api.h>
+
+#include "conflux/conflux_cuda.h"
+#endif
+
 #include <cstdlib>
 #include <stdexcept>
 #include <string>
@@ -26,6 +33,12 @@ class ConfluxBackend : public Backend {
     check(cfxStreamCreate(&stream_), comm_, "cfxStreamCreate");
   }
   ~ConfluxBackend() override {
+#ifdef CFX_PERF_CUDA
+    if (cuda_ != nullptr) {
+      cfxCudaCommDestroy(cuda_);
+      cudaStreamDestroy(cudaStream_);
+    }
+#endif
     cfxStreamDestroy(stream_);
     cfxCommDestroy(comm_);
   }
@@ -33,9 +46,30 @@ class ConfluxBackend : public Backend {
   std::string device() const override { return "shm"; }
   int rank() const override { return rank_; }
   int size() const override { return size_; }
-  bool supports(Coll, cfxDataType_t, cfxRedOp_t) const override { return true; }
+  bool supports(Coll c, cfxDataType_t, cfxRedOp_t) const override {
+    return !(onDevice() && c == Coll::kSendRecv && size_ == 1);  // a staged send to oneself would wait for itself
+  }
+
+#ifdef CFX_PERF_CUDA
+  bool acceptsDevice() const override { return true; }
+  void useDevice(int device) override {
+    if (cudaSetDevice(device) != cudaSuccess || cudaStreamCreateWithFlags(&cudaStream_, cudaStreamNonBlocking) != cudaSuccess) {
+      throw std::runtime_error("cannot create a CUDA stream on device " + std::to_string(device));
+    }
+    if (cfxCudaCommCreate(comm_, device, &cuda_) != cfxSuccess) {
+      throw std::runtime_error(std::string("cfxCudaCommCreate: ") + cfxCudaGetLastError(nullptr));
+    }
+  }
+#endif
 
   void run(const OpArgs& a, bool blocking) override {
+#ifdef CFX_PERF_CUDA
+    if (cuda_ != nullptr) {
+      runDevice(a);
+      if (blocking) sync();
+      return;
+    }
+#endif
     cfxStream_t s = blocking ? nullptr : stream_;
     switch (a.coll) {
       case Coll::kAllReduce: check(cfxAllReduce(a.send, a.recv, a.count, a.type, a.op, comm_, s), comm_, "cfxAllReduce"); break;
@@ -57,13 +91,65 @@ class ConfluxBackend : public Backend {
     }
   }
 
-  void sync() override { check(cfxStreamSynchronize(stream_), comm_, "cfxStreamSynchronize"); }
+  void sync() override {
+#ifdef CFX_PERF_CUDA
+    if (cuda_ != nullptr) {
+      if (cudaStreamSynchronize(cudaStream_) != cudaSuccess) throw std::runtime_error("cudaStreamSynchronize failed");
+      checkCuda(cfxCudaCommSynchronize(cuda_), "cfxCudaCommSynchronize");
+      cfxResult_t async = cfxSuccess;
+      checkCuda(cfxCudaCommGetAsyncError(cuda_, &async), "cfxCudaCommGetAsyncError");
+      checkCuda(async, "a staged operation");
+      return;
+    }
+#endif
+    check(cfxStreamSynchronize(stream_), comm_, "cfxStreamSynchronize");
+  }
 
   void allGatherBytes(const void* in, void* out, size_t bytes) override {
     check(cfxAllGather(in, out, bytes, cfxUint8, comm_, nullptr), comm_, "cfxAllGather");
   }
 
  private:
+#ifdef CFX_PERF_CUDA
+  bool onDevice() const { return cuda_ != nullptr; }
+  void checkCuda(cfxResult_t r, const char* what) const {
+    if (r != cfxSuccess) throw std::runtime_error(std::string(what) + ": " + cfxGetErrorString(r) + ": " + cfxCudaGetLastError(cuda_));
+  }
+  // The same calls on device buffers; send/recv in an order that pairs up without a group (even
+  // ranks send first), as the staged path runs one call after another.
+  void runDevice(const OpArgs& a) {
+    void* s = cudaStream_;
+    switch (a.coll) {
+      case Coll::kAllReduce: checkCuda(cfxCudaAllReduce(a.send, a.recv, a.count, a.type, a.op, cuda_, s), "cfxCudaAllReduce"); break;
+      case Coll::kAllGather: checkCuda(cfxCudaAllGather(a.send, a.recv, a.count, a.type, cuda_, s), "cfxCudaAllGather"); break;
+      case Coll::kReduceScatter:
+        checkCuda(cfxCudaReduceScatter(a.send, a.recv, a.count, a.type, a.op, cuda_, s), "cfxCudaReduceScatter");
+        break;
+      case Coll::kAlltoAll: checkCuda(cfxCudaAlltoAll(a.send, a.recv, a.count, a.type, cuda_, s), "cfxCudaAlltoAll"); break;
+      case Coll::kBroadcast:
+        checkCuda(cfxCudaBroadcast(a.send, a.recv, a.count, a.type, a.root, cuda_, s), "cfxCudaBroadcast");
+        break;
+      case Coll::kReduce:
+        checkCuda(cfxCudaReduce(a.send, a.recv, a.count, a.type, a.op, a.root, cuda_, s), "cfxCudaReduce");
+        break;
+      case Coll::kSendRecv: {
+        const int next = (rank_ + 1) % size_, prev = (rank_ + size_ - 1) % size_;
+        for (int step = 0; step < 2; ++step) {
+          if ((step == 0) == (rank_ % 2 == 0)) {
+            checkCuda(cfxCudaSend(a.send, a.count, a.type, next, cuda_, s), "cfxCudaSend");
+          } else {
+            checkCuda(cfxCudaRecv(a.recv, a.count, a.type, prev, cuda_, s), "cfxCudaRecv");
+          }
+        }
+        break;
+      }
+    }
+  }
+  cfxCudaComm_t cuda_ = nullptr;
+  cudaStream_t cudaStream_ = nullptr;
+#else
+  bool onDevice() const { return false; }
+#endif
   cfxComm_t comm_ = nullptr;
   cfxStream_t stream_ = nullptr;
   int rank_ = 0, size_ = 1;

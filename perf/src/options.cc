@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 
 namespace cfxperf {
 
@@ -19,7 +20,7 @@ const char* const kOpNames[cfxNumOps] = {"sum", "prod", "max", "min", "avg"};
   std::fprintf(stderr,
                "usage: %s [-b minbytes] [-e maxbytes] [-f stepfactor | -i stepbytes] [-n iters] [-w warmup]\n"
                "          [-c 0|1] [-o sum|prod|max|min|avg|all] [-d <type>|all] [-r root] [-z 0|1]\n"
-               "          [-T timeout_s] [-J json_file]\n"
+               "          [-T timeout_s] [-J json_file] [-M auto|cuda|host]\n"
                "  types: int8 uint8 int32 uint32 int64 uint64 half float double bfloat16 f8e4m3 f8e5m2\n",
                prog);
   std::exit(2);
@@ -60,10 +61,11 @@ Options parseOptions(int argc, char** argv, const char* prog) {
                                  {"blocking", required_argument, nullptr, 'z'},
                                  {"timeout", required_argument, nullptr, 'T'},
                                  {"output_file", required_argument, nullptr, 'J'},
+                                 {"buffers", required_argument, nullptr, 'M'},
                                  {"help", no_argument, nullptr, 'h'},
                                  {nullptr, 0, nullptr, 0}};
   int c;
-  while ((c = getopt_long(argc, argv, "b:e:f:i:n:w:c:o:d:r:z:T:J:t:g:h", kLong, nullptr)) != -1) {
+  while ((c = getopt_long(argc, argv, "b:e:f:i:n:w:c:o:d:r:z:T:J:M:t:g:h", kLong, nullptr)) != -1) {
     switch (c) {
       case 'b': o.minBytes = parseSize(optarg); break;
       case 'e': o.maxBytes = parseSize(optarg); break;
@@ -76,6 +78,14 @@ Options parseOptions(int argc, char** argv, const char* prog) {
       case 'z': o.blocking = std::atoi(optarg) != 0; break;
       case 'T': o.timeoutSeconds = std::atoi(optarg); break;
       case 'J': o.jsonPath = optarg; break;
+      case 'M': {
+        const std::string v = optarg;
+        if (v == "auto") o.buffers = Options::Buffers::kAuto;
+        else if (v == "cuda") o.buffers = Options::Buffers::kCuda;
+        else if (v == "host") o.buffers = Options::Buffers::kHost;
+        else usage(prog, "-M takes auto, cuda or host");
+        break;
+      }
       case 't': case 'g': break;  // nccl-tests' thread and GPU counts: one rank per process here
       case 'o': {
         o.ops.clear();

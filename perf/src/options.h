@@ -1,5 +1,7 @@
 // nccl-tests' command line: -b -e -f -i (sizes, K/M/G suffixes), -n iterations, -w warm-up,
-// -c check, -o op (or all), -d datatype (or all), -r root, -z blocking, -T timeout, -J JSON file.
+// -c check, -o op (or all), -d datatype (or all), -r root, -z blocking, -T timeout, -J JSON file;
+// and Conflux's -M buffers: cuda (nccl-tests' way), host, or auto (cuda when the backend and the
+// machine have it).
 #pragma once
 
 #include <cstddef>
@@ -24,6 +26,7 @@ struct Options {
   bool blocking = false;
   int timeoutSeconds = 0;
   std::string jsonPath;
+  enum class Buffers { kAuto, kHost, kCuda } buffers = Buffers::kAuto;
 };
 
 // Parses argv (exits with usage on error).

@@ -6,12 +6,14 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "cases.h"
+#include "device_memory.h"
 #include "options.h"
 
 namespace cfxperf {
@@ -49,6 +51,48 @@ double busFactor(Coll c, int n) {
   }
 }
 
+// A call's buffers mirrored on the GPU at the same offsets (so in-place stays in place); with no
+// device memory, the host buffers themselves.
+class Mirror {
+ public:
+  Mirror(DeviceMemory* m, const cfxtest::CallBuffers& b) : m_(m), b_(b) {
+    if (m_ == nullptr) return;
+    send_ = static_cast<uint8_t*>(m_->alloc(b.send.size()));
+    recv_ = static_cast<uint8_t*>(m_->alloc(b.recv.size()));
+    upload();
+  }
+  ~Mirror() {
+    if (m_ == nullptr) return;
+    m_->release(send_);
+    m_->release(recv_);
+  }
+  Mirror(const Mirror&) = delete;
+  Mirror& operator=(const Mirror&) = delete;
+
+  const void* sendPtr() const { return map(b_.sendPtr); }
+  void* recvPtr() const { return const_cast<void*>(map(b_.recvPtr)); }
+  void upload() {
+    if (m_ == nullptr) return;
+    m_->upload(send_, b_.send.data(), b_.send.size());
+    m_->upload(recv_, b_.recv.data(), b_.recv.size());
+  }
+  void download(cfxtest::CallBuffers& b) {
+    if (m_ != nullptr) m_->download(b.recv.data(), recv_, b.recv.size());
+  }
+
+ private:
+  const void* map(const void* p) const {
+    if (m_ == nullptr || p == nullptr) return p;
+    const auto* q = static_cast<const uint8_t*>(p);
+    if (q >= b_.recv.data() && q <= b_.recv.data() + b_.recv.size()) return recv_ + (q - b_.recv.data());
+    return send_ + (q - b_.send.data());
+  }
+  DeviceMemory* m_;
+  const cfxtest::CallBuffers& b_;
+  uint8_t* send_ = nullptr;
+  uint8_t* recv_ = nullptr;
+};
+
 struct Result {
   double usec = 0;
   double algbw = 0;
@@ -59,7 +103,8 @@ struct Result {
 
 class Perf {
  public:
-  Perf(Coll c, const Options& o, Backend& b) : c_(c), o_(o), b_(b), n_(b.size()), me_(b.rank()) {}
+  Perf(Coll c, const Options& o, Backend& b, DeviceMemory* dev)
+      : c_(c), o_(o), b_(b), dev_(dev), n_(b.size()), me_(b.rank()) {}
 
   int run() {
     preamble();
@@ -108,8 +153,10 @@ class Perf {
     struct Who {
       int pid;
       char host[64];
-    } me{static_cast<int>(getpid()), {}};
+      char device[64];
+    } me{static_cast<int>(getpid()), {}, {}};
     gethostname(me.host, sizeof(me.host) - 1);
+    std::snprintf(me.device, sizeof(me.device), "%s", dev_ ? dev_->name().c_str() : "cpu");
     std::vector<Who> all(n_);
     b_.allGatherBytes(&me, all.data(), sizeof(Who));
     if (me_ != 0) return;
@@ -118,8 +165,8 @@ class Perf {
                 o_.minBytes, o_.maxBytes, o_.stepBytes ? static_cast<double>(o_.stepBytes) : o_.stepFactor,
                 o_.stepBytes ? "bytes" : "factor", o_.warmup, o_.iters, o_.check ? 1 : 0);
     for (int r = 0; r < n_; ++r) {
-      std::printf("#  Rank %2d Group  0 Pid %6d on %10s device  0 [cpu] %s %s\n", r, all[r].pid, all[r].host,
-                  b_.name().c_str(), b_.device().c_str());
+      std::printf("#  Rank %2d Group  0 Pid %6d on %10s device  0 [%s] %s %s\n", r, all[r].pid, all[r].host,
+                  all[r].device, b_.name().c_str(), b_.device().c_str());
     }
     std::printf("#\n");
     std::printf("# %10s  %12s  %8s  %6s  %6s           out-of-place                       in-place          \n", "", "",
@@ -152,7 +199,8 @@ class Perf {
       }
       cfxtest::CallBuffers buf =
           cfxtest::makeCall(kindOf(c_), pat, me_, n_, std::max(root, 0), count, inPlace);
-      OpArgs a{c_, buf.sendPtr, buf.recvPtr, count, t, op, std::max(root, 0), inPlace};
+      Mirror mirror(dev_, buf);
+      OpArgs a{c_, mirror.sendPtr(), mirror.recvPtr(), count, t, op, std::max(root, 0), inPlace};
       for (int i = 0; i < o_.warmup; ++i) b_.run(a, o_.blocking);
       b_.sync();
       barrier();
@@ -168,10 +216,10 @@ class Perf {
       r.busbw = r.algbw * busFactor(c_, n_);
       if (o_.check) {
         cfxtest::refill(buf, pat);
-        a.send = buf.sendPtr;
-        a.recv = buf.recvPtr;
+        mirror.upload();
         b_.run(a, true);
         b_.sync();
+        mirror.download(buf);
         std::string why;
         long wrong = static_cast<long>(cfxtest::verify(buf, pat, why));
         if (wrong && me_ >= 0) {
@@ -244,9 +292,28 @@ class Perf {
   Coll c_;
   const Options& o_;
   Backend& b_;
+  DeviceMemory* dev_;  // null: host buffers
   int n_, me_;
   mutable int rowsWritten_ = 0;
 };
+
+int localRank() {
+  for (const char* name : {"CFX_LOCAL_RANK", "LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID"}) {
+    if (const char* v = std::getenv(name)) return std::atoi(v);
+  }
+  return 0;
+}
+
+// -M: CUDA buffers where asked (an error if impossible) or, by default, where the backend and the
+// machine have them; else host buffers.
+std::unique_ptr<DeviceMemory> chooseBuffers(const Options& o, Backend& b) {
+  if (o.buffers == Options::Buffers::kHost) return nullptr;
+  std::string why = b.name() + " takes host buffers only";
+  std::unique_ptr<DeviceMemory> dev = b.acceptsDevice() ? openCudaMemory(localRank(), &why) : nullptr;
+  if (dev == nullptr && o.buffers == Options::Buffers::kCuda) throw std::runtime_error("-M cuda: " + why);
+  if (dev != nullptr) b.useDevice(dev->device());
+  return dev;
+}
 
 }  // namespace
 
@@ -255,7 +322,8 @@ int runPerf(Coll c, int argc, char** argv) {
   try {
     Options o = parseOptions(argc, argv, prog);
     std::unique_ptr<Backend> b = makeBackend(argc, argv, o.timeoutSeconds);
-    return Perf(c, o, *b).run();
+    std::unique_ptr<DeviceMemory> dev = chooseBuffers(o, *b);
+    return Perf(c, o, *b, dev.get()).run();
   } catch (const std::exception& e) {
     std::fprintf(stderr, "%s: %s\n", prog, e.what());
     return 1;
