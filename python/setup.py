@@ -7,6 +7,9 @@ so nothing needs LD_LIBRARY_PATH.
 
 CONFLUX_LIB names an already-built libconflux.so (the project's CMake build passes its own);
 without it, the core library is built here with CMake (tools/install-deps.sh installs what that needs).
+CONFLUX_CUDA_LIB names libconflux_cuda.so, the CUDA path (CMake passes it when CUDA's toolkit was
+found; without CONFLUX_LIB it is built here when the toolkit is there). With it the backend serves
+CUDA tensors (csrc/cuda_path_staged.cc); without it, it refuses them (csrc/cuda_path_none.cc).
 CONFLUX_BUILD_BASE is setuptools' build folder (default python/build); the CMake build passes its
 own, and a pip install given the same one finds its objects up to date and only links.
 """
@@ -37,36 +40,55 @@ def version():
     return re.search(r"project\(Conflux VERSION ([0-9.]+)", text).group(1)
 
 
-def conflux_library():
+def conflux_libraries():
+    """(libconflux.so, libconflux_cuda.so or None)."""
     given = os.environ.get("CONFLUX_LIB")
     if given:
-        return pathlib.Path(given).resolve()
+        cuda = os.environ.get("CONFLUX_CUDA_LIB")
+        return pathlib.Path(given).resolve(), pathlib.Path(cuda).resolve() if cuda else None
     build = HERE / "build" / "core"
     subprocess.check_call(["cmake", "-S", str(REPO), "-B", str(build), "-G", "Ninja", "-DCMAKE_BUILD_TYPE=Release",
                            "-DCFX_BUILD_TESTS=OFF", "-DCFX_BUILD_PERF=OFF", "-DCFX_BUILD_STATIC=OFF",
                            "-DCFX_BUILD_TORCH=OFF"])
-    subprocess.check_call(["cmake", "--build", str(build), "--target", "conflux"])
-    return (build / "comm" / "libconflux.so").resolve()
+    targets = subprocess.run(["cmake", "--build", str(build), "--target", "help"], capture_output=True, text=True)
+    cuda = "conflux_cuda" in targets.stdout
+    subprocess.check_call(["cmake", "--build", str(build), "--target", "conflux", *(["conflux_cuda"] if cuda else [])])
+    return ((build / "comm" / "libconflux.so").resolve(),
+            (build / "cuda" / "libconflux_cuda.so").resolve() if cuda else None)
+
+
+CSRC = HERE / "torch_conflux" / "csrc"
+CUDA_PATH = {False: "cuda_path_none.cc", True: "cuda_path_staged.cc"}
 
 
 class BuildWithLibrary(BuildExtension):
-    """Builds the extension, then puts libconflux.so.<major> beside it."""
+    """Builds the extension with the CUDA path when libconflux_cuda is there, then puts
+    libconflux.so.<major> (and libconflux_cuda.so.<major>) beside it."""
 
     def run(self):
-        lib = conflux_library()
-        soname = "libconflux.so." + version().split(".")[0]
+        lib, cuda_lib = conflux_libraries()
+        major = version().split(".")[0]
         link_dir = HERE / "build" / "link"
         link_dir.mkdir(parents=True, exist_ok=True)
-        for name in (soname, "libconflux.so"):
-            target = link_dir / name
-            if target.exists() or target.is_symlink():
-                target.unlink()
-            target.symlink_to(lib)
+        libs = {"conflux": lib, **({"conflux_cuda": cuda_lib} if cuda_lib else {})}
+        for name, path in libs.items():
+            for link in (f"lib{name}.so.{major}", f"lib{name}.so"):
+                target = link_dir / link
+                if target.exists() or target.is_symlink():
+                    target.unlink()
+                target.symlink_to(path)
         for ext in self.extensions:
             ext.library_dirs.append(str(link_dir))
+            none = str((CSRC / CUDA_PATH[False]).relative_to(HERE))
+            ext.sources = [str((CSRC / CUDA_PATH[True]).relative_to(HERE)) if s == none and cuda_lib else s
+                           for s in ext.sources]
+            if cuda_lib:
+                ext.include_dirs.append(str(REPO / "cuda" / "include"))
+                ext.libraries.append("conflux_cuda")
         super().run()
         for ext in self.extensions:
-            shutil.copy2(lib, pathlib.Path(self.get_ext_fullpath(ext.name)).parent / soname)
+            for name, path in libs.items():
+                shutil.copy2(path, pathlib.Path(self.get_ext_fullpath(ext.name)).parent / f"lib{name}.so.{major}")
 
 
 setup(
@@ -75,7 +97,7 @@ setup(
     ext_modules=[
         CppExtension(
             name="torch_conflux._C",
-            sources=sorted(str(p.relative_to(HERE)) for p in (HERE / "torch_conflux" / "csrc").glob("*.cc")),
+            sources=sorted(str(p.relative_to(HERE)) for p in CSRC.glob("*.cc") if p.name != CUDA_PATH[True]),
             include_dirs=[str(REPO / "comm" / "include")],
             libraries=["conflux"],
             extra_compile_args=["-O2", "-Wall", "-Wno-unused-parameter"],

@@ -6,6 +6,7 @@
 #include <numeric>
 #include <thread>
 
+#include "host_copies.h"
 #include "types.h"
 
 namespace torch_conflux {
@@ -14,7 +15,6 @@ using c10d::OpType;
 
 namespace {
 
-void* ptr(const at::Tensor& t) { return t.data_ptr(); }
 
 // Element offsets and counts of the per-rank blocks of an alltoall tensor along dim 0 (`splits`
 // in rows; empty: equal blocks).
@@ -49,17 +49,10 @@ Blocks alltoallBlocks(const char* what, const at::Tensor& t, const std::vector<i
   return b;
 }
 
-// One flat tensor over a list that lies back to back, keeping the list's storage alive.
-at::Tensor flatView(const std::vector<at::Tensor>& list, int64_t numel) {
-  return at::from_blob(ptr(list[0]), {numel}, [keep = list[0]](void*) {}, list[0].options());
-}
-
-// True when `list` lies back to back in one contiguous block (the library can use it directly).
-bool adjacent(const std::vector<at::Tensor>& list) {
-  for (size_t i = 1; i < list.size(); ++i) {
-    if (static_cast<char*>(ptr(list[i])) != static_cast<char*>(ptr(list[0])) + i * nbytes(list[0])) return false;
-  }
-  return true;
+std::vector<at::Tensor> flatten(const std::vector<std::vector<at::Tensor>>& lists) {
+  std::vector<at::Tensor> all;
+  for (const auto& list : lists) all.insert(all.end(), list.begin(), list.end());
+  return all;
 }
 
 }  // namespace
@@ -68,6 +61,7 @@ ConfluxBackend::ConfluxBackend(const c10::intrusive_ptr<c10d::Store>& store, int
                                std::chrono::milliseconds timeout)
     : c10d::Backend(rank, size),
       comm_(std::make_shared<Communicator>(store, rank, size, timeout)),
+      cuda_(std::make_shared<CudaPath>(comm_)),
       // Spin-then-sleep only when the job's ranks can each have a CPU (as CFX_SPIN=auto decides).
       spin_(static_cast<unsigned>(size) <= std::thread::hardware_concurrency()),
       worker_(spin_) {}
@@ -82,17 +76,25 @@ c10::intrusive_ptr<c10d::Backend> ConfluxBackend::create(const c10::intrusive_pt
 
 void ConfluxBackend::shutdown() {
   worker_.stop();
+  cuda_->close();
   comm_->destroy();
 }
 
 void ConfluxBackend::abort() {
-  comm_->abort();
+  comm_->abort();  // fails the staged calls too, releasing their streams
+  cuda_->close();
   worker_.stop();
 }
 
 Worker::Task ConfluxBackend::run(const char* method, std::vector<Op> ops) {
-  if (ops.size() == 1) return [op = std::move(ops[0])] { op()(); };
-  return [c = comm_, method, ops = std::move(ops)] {
+  if (ops.size() == 1) {
+    return [cuda = cuda_, method, op = std::move(ops[0])] {
+      cuda->synchronize(method);
+      op()();
+    };
+  }
+  return [c = comm_, cuda = cuda_, method, ops = std::move(ops)] {
+    cuda->synchronize(method);
     std::vector<Finish> finishes;  // alive until cfxGroupEnd has run the queued calls
     cfxGroupStart();
     try {
@@ -127,6 +129,7 @@ void ConfluxBackend::startCoalescing() {
   TORCH_CHECK(!coalescing_, "conflux startCoalescing: already coalescing");
   coalescing_ = true;
   coalesced_.clear();
+  coalescedCopies_.clear();
   coalescedWork_ = c10::make_intrusive<ConfluxWork>(rank_, OpType::COALESCED, "conflux:coalesced",
                                                     std::vector<at::Tensor>{}, spin_);
 }
@@ -134,17 +137,20 @@ void ConfluxBackend::startCoalescing() {
 c10::intrusive_ptr<c10d::Work> ConfluxBackend::endCoalescing() {
   std::vector<Op> ops;
   c10::intrusive_ptr<ConfluxWork> work;
+  std::vector<std::pair<at::Tensor, at::Tensor>> copies;
   {
     std::lock_guard<std::mutex> lock(coalesceMutex_);
     TORCH_CHECK(coalescing_, "conflux endCoalescing: not coalescing");
     coalescing_ = false;
     ops.swap(coalesced_);
+    copies.swap(coalescedCopies_);
     work = std::move(coalescedWork_);
   }
   // Always a group (even of one): a lone send or recv must not block the other coalesced side.
   ops.push_back([]() -> Finish { return [] {}; });
   worker_.post(work, run("coalesced operations", std::move(ops)));
-  return work;
+  if (copies.empty()) return work;
+  return copiedBack(OpType::COALESCED, "conflux:coalesced", copies[0].first, work, copies);
 }
 
 // ---- reductions ---------------------------------------------------------------------------------
@@ -156,7 +162,7 @@ Finish keep(at::Tensor t) {
 }  // namespace
 
 Op ConfluxBackend::allreduceOp(const char* method, const at::Tensor& t, const c10d::ReduceOp& op) {
-  checkCpuDense(method, t);
+  checkDense(method, t);
   const ReduceSpec spec = reduceOp(method, op, t.scalar_type());
   const cfxDataType_t dt = reductionType(method, t.scalar_type());
   return [c = comm_, method, t, spec, dt] {
@@ -169,12 +175,19 @@ Op ConfluxBackend::allreduceOp(const char* method, const at::Tensor& t, const c1
 c10::intrusive_ptr<c10d::Work> ConfluxBackend::allreduce(std::vector<at::Tensor>& tensors,
                                                          const c10d::AllreduceOptions& opts) {
   checkSingle("allreduce", tensors);
+  if (onCuda("allreduce", tensors)) {
+    return allreduceOnStream(OpType::ALLREDUCE, "conflux:all_reduce", "allreduce", tensors, opts.reduceOp);
+  }
   return enqueue(OpType::ALLREDUCE, "conflux:all_reduce", tensors,
                  {allreduceOp("allreduce", tensors[0], opts.reduceOp)}, "allreduce", opts.asyncOp);
 }
 
 c10::intrusive_ptr<c10d::Work> ConfluxBackend::allreduce_coalesced(std::vector<at::Tensor>& tensors,
                                                                    const c10d::AllreduceCoalescedOptions& opts) {
+  if (onCuda("allreduce_coalesced", tensors)) {
+    return allreduceOnStream(OpType::ALLREDUCE_COALESCED, "conflux:all_reduce_coalesced", "allreduce_coalesced",
+                             tensors, opts.reduceOp);
+  }
   std::vector<Op> ops;
   for (const auto& t : tensors) ops.push_back(allreduceOp("allreduce_coalesced", t, opts.reduceOp));
   return enqueue(OpType::ALLREDUCE_COALESCED, "conflux:all_reduce_coalesced", tensors, std::move(ops),
@@ -185,6 +198,7 @@ c10::intrusive_ptr<c10d::Work> ConfluxBackend::reduce(std::vector<at::Tensor>& t
                                                       const c10d::ReduceOptions& opts) {
   checkSingle("reduce", tensors);
   checkRank("reduce", "root", opts.rootRank, size_);
+  if (onCuda("reduce", tensors)) return reduceOnStream(tensors[0], opts);
   const at::Tensor t = tensors[0];
   const ReduceSpec spec = reduceOp("reduce", opts.reduceOp, t.scalar_type());
   const cfxDataType_t dt = reductionType("reduce", t.scalar_type());
@@ -197,13 +211,17 @@ c10::intrusive_ptr<c10d::Work> ConfluxBackend::reduce(std::vector<at::Tensor>& t
   return enqueue(OpType::REDUCE, "conflux:reduce", tensors, {std::move(op)}, "reduce", opts.asyncOp);
 }
 
-Op ConfluxBackend::reduceScatterBaseOp(const char* method, const at::Tensor& output, const at::Tensor& input,
-                                       const c10d::ReduceOp& op) {
-  checkCpuDense(method, output);
-  checkCpuDense(method, input);
+void ConfluxBackend::checkReduceScatterBase(const char* method, const at::Tensor& output, const at::Tensor& input) {
+  checkDense(method, output);
+  checkDense(method, input);
   checkSameType(method, output, input);
   TORCH_CHECK(input.numel() == output.numel() * size_, "conflux ", method, ": the input must have group size (",
               size_, ") times the output's elements (", output.numel(), "), got ", input.numel());
+}
+
+Op ConfluxBackend::reduceScatterBaseOp(const char* method, const at::Tensor& output, const at::Tensor& input,
+                                       const c10d::ReduceOp& op) {
+  checkReduceScatterBase(method, output, input);
   const ReduceSpec spec = reduceOp(method, op, input.scalar_type());
   const cfxDataType_t dt = reductionType(method, input.scalar_type());
   return [c = comm_, method, output, input, spec, dt] {
@@ -222,6 +240,9 @@ c10::intrusive_ptr<c10d::Work> ConfluxBackend::reduce_scatter(std::vector<at::Te
   const at::Tensor out = outputs[0];
   checkList(method, inputs[0], size_, out);
   const std::vector<at::Tensor> list = inputs[0];
+  std::vector<at::Tensor> all = list;
+  all.push_back(out);
+  if (onCuda(method, all)) return reduceScatterListOnStream(out, list, opts.reduceOp);
   if (adjacent(list)) {
     return enqueue(OpType::REDUCE_SCATTER, "conflux:reduce_scatter", outputs,
                    {reduceScatterBaseOp(method, out.view(-1), flatView(list, out.numel() * size_), opts.reduceOp)},
@@ -242,6 +263,10 @@ c10::intrusive_ptr<c10d::Work> ConfluxBackend::reduce_scatter(std::vector<at::Te
 c10::intrusive_ptr<c10d::Work> ConfluxBackend::_reduce_scatter_base(at::Tensor& output, at::Tensor& input,
                                                                     const c10d::ReduceScatterOptions& opts) {
   const char* method = "reduce_scatter_tensor";
+  if (onCuda(method, {output, input})) {
+    return reduceScatterOnStream(OpType::_REDUCE_SCATTER_BASE, "conflux:reduce_scatter_tensor", method, {output},
+                                 {input}, opts.reduceOp);
+  }
   return enqueue(OpType::_REDUCE_SCATTER_BASE, "conflux:reduce_scatter_tensor", {output},
                  {reduceScatterBaseOp(method, output, input, opts.reduceOp)}, method, opts.asyncOp);
 }
@@ -252,6 +277,12 @@ c10::intrusive_ptr<c10d::Work> ConfluxBackend::reduce_scatter_tensor_coalesced(s
   const char* method = "reduce_scatter_tensor_coalesced";
   TORCH_CHECK(outputs.size() == inputs.size(), "conflux ", method, ": ", outputs.size(), " outputs for ",
               inputs.size(), " inputs");
+  std::vector<at::Tensor> all = outputs;
+  all.insert(all.end(), inputs.begin(), inputs.end());
+  if (onCuda(method, all)) {
+    return reduceScatterOnStream(OpType::COALESCED, "conflux:reduce_scatter_tensor_coalesced", method, outputs, inputs,
+                                 opts.reduceOp);
+  }
   std::vector<Op> ops;
   for (size_t i = 0; i < outputs.size(); ++i) {
     ops.push_back(reduceScatterBaseOp(method, outputs[i], inputs[i], opts.reduceOp));
@@ -268,6 +299,7 @@ c10::intrusive_ptr<c10d::Work> ConfluxBackend::broadcast(std::vector<at::Tensor>
   TORCH_CHECK(opts.rootTensor == 0, "conflux broadcast: rootTensor must be 0 (one tensor per rank)");
   const at::Tensor t = tensors[0];
   const int root = static_cast<int>(opts.rootRank);
+  if (onCuda("broadcast", tensors)) return broadcastOnStream(t, root);
   Op op = [c = comm_, t, root]() -> Finish {
     c->check(cfxBroadcast(ptr(t), ptr(t), nbytes(t), cfxUint8, root, c->get(), nullptr), "broadcast");
     return [] {};
@@ -275,12 +307,16 @@ c10::intrusive_ptr<c10d::Work> ConfluxBackend::broadcast(std::vector<at::Tensor>
   return enqueue(OpType::BROADCAST, "conflux:broadcast", tensors, {std::move(op)}, "broadcast", opts.asyncOp);
 }
 
-Op ConfluxBackend::allgatherBaseOp(const char* method, const at::Tensor& output, const at::Tensor& input) {
-  checkCpuDense(method, output);
-  checkCpuDense(method, input);
+void ConfluxBackend::checkAllgatherBase(const char* method, const at::Tensor& output, const at::Tensor& input) {
+  checkDense(method, output);
+  checkDense(method, input);
   checkSameType(method, output, input);
   TORCH_CHECK(output.numel() == input.numel() * size_, "conflux ", method, ": the output must have group size (",
               size_, ") times the input's elements (", input.numel(), "), got ", output.numel());
+}
+
+Op ConfluxBackend::allgatherBaseOp(const char* method, const at::Tensor& output, const at::Tensor& input) {
+  checkAllgatherBase(method, output, input);
   return [c = comm_, method, output, input]() -> Finish {
     c->check(cfxAllGather(ptr(input), ptr(output), nbytes(input), cfxUint8, c->get(), nullptr), method);
     return [] {};
@@ -288,7 +324,7 @@ Op ConfluxBackend::allgatherBaseOp(const char* method, const at::Tensor& output,
 }
 
 Op ConfluxBackend::allgatherOp(const char* method, const std::vector<at::Tensor>& outputs, const at::Tensor& input) {
-  checkCpuDense(method, input);
+  checkDense(method, input);
   checkList(method, outputs, size_, input);
   if (adjacent(outputs)) return allgatherBaseOp(method, flatView(outputs, input.numel() * size_), input.view(-1));
   return [c = comm_, method, outputs, input]() -> Finish {
@@ -307,6 +343,9 @@ c10::intrusive_ptr<c10d::Work> ConfluxBackend::allgather(std::vector<std::vector
                                                          const c10d::AllgatherOptions& opts) {
   checkSingle("allgather", inputs);
   TORCH_CHECK(outputs.size() == 1, "conflux allgather: expects one output list, got ", outputs.size());
+  std::vector<at::Tensor> all = outputs[0];
+  all.push_back(inputs[0]);
+  if (onCuda("allgather", all)) return allgatherListOnStream(outputs[0], inputs[0]);
   return enqueue(OpType::ALLGATHER, "conflux:all_gather", outputs[0], {allgatherOp("allgather", outputs[0], inputs[0])},
                  "allgather", opts.asyncOp);
 }
@@ -314,6 +353,9 @@ c10::intrusive_ptr<c10d::Work> ConfluxBackend::allgather(std::vector<std::vector
 c10::intrusive_ptr<c10d::Work> ConfluxBackend::_allgather_base(at::Tensor& output, at::Tensor& input,
                                                                const c10d::AllgatherOptions& opts) {
   const char* method = "all_gather_into_tensor";
+  if (onCuda(method, {output, input})) {
+    return allgatherOnStream(OpType::_ALLGATHER_BASE, "conflux:all_gather_into_tensor", method, {output}, {input});
+  }
   return enqueue(OpType::_ALLGATHER_BASE, "conflux:all_gather_into_tensor", {output},
                  {allgatherBaseOp(method, output, input)}, method, opts.asyncOp);
 }
@@ -325,6 +367,16 @@ c10::intrusive_ptr<c10d::Work> ConfluxBackend::allgather_coalesced(std::vector<s
   const char* method = "allgather_coalesced";
   TORCH_CHECK(static_cast<int>(outputLists.size()) == size_, "conflux ", method, ": expected one output list per "
               "rank (", size_, "), got ", outputLists.size());
+  std::vector<at::Tensor> every = flatten(outputLists);
+  every.insert(every.end(), inputs.begin(), inputs.end());
+  if (onCuda(method, every)) {
+    HostCopies h;
+    std::vector<std::vector<at::Tensor>> outs;
+    for (const auto& list : outputLists) outs.push_back(h.out(list));
+    std::vector<at::Tensor> ins = HostCopies::in(inputs);
+    return copiedBack(OpType::ALLGATHER_COALESCED, "conflux:all_gather_coalesced", every[0],
+                      allgather_coalesced(outs, ins, opts), h.outputs);
+  }
   std::vector<Op> ops;
   std::vector<at::Tensor> all;
   for (size_t i = 0; i < inputs.size(); ++i) {
@@ -346,6 +398,11 @@ c10::intrusive_ptr<c10d::Work> ConfluxBackend::allgather_into_tensor_coalesced(s
   const char* method = "allgather_into_tensor_coalesced";
   TORCH_CHECK(outputs.size() == inputs.size(), "conflux ", method, ": ", outputs.size(), " outputs for ",
               inputs.size(), " inputs");
+  std::vector<at::Tensor> all = outputs;
+  all.insert(all.end(), inputs.begin(), inputs.end());
+  if (onCuda(method, all)) {
+    return allgatherOnStream(OpType::COALESCED, "conflux:all_gather_into_tensor_coalesced", method, outputs, inputs);
+  }
   std::vector<Op> ops;
   for (size_t i = 0; i < outputs.size(); ++i) ops.push_back(allgatherBaseOp(method, outputs[i], inputs[i]));
   return enqueue(OpType::COALESCED, "conflux:all_gather_into_tensor_coalesced", outputs, std::move(ops), method, opts.asyncOp);
@@ -386,6 +443,15 @@ c10::intrusive_ptr<c10d::Work> ConfluxBackend::gather(std::vector<std::vector<at
   const char* method = "gather";
   checkSingle(method, inputs);
   checkRank(method, "root", opts.rootRank, size_);
+  std::vector<at::Tensor> every = flatten(outputs);
+  every.push_back(inputs[0]);
+  if (onCuda(method, every)) {
+    HostCopies h;
+    std::vector<std::vector<at::Tensor>> outs;
+    for (const auto& list : outputs) outs.push_back(h.out(list));
+    std::vector<at::Tensor> ins = HostCopies::in(inputs);
+    return copiedBack(OpType::GATHER, "conflux:gather", inputs[0], gather(outs, ins, opts), h.outputs);
+  }
   const int root = static_cast<int>(opts.rootRank);
   const at::Tensor in = inputs[0];
   std::vector<Op> ops;
@@ -412,6 +478,15 @@ c10::intrusive_ptr<c10d::Work> ConfluxBackend::scatter(std::vector<at::Tensor>& 
   const char* method = "scatter";
   checkSingle(method, outputs);
   checkRank(method, "root", opts.rootRank, size_);
+  std::vector<at::Tensor> every = flatten(inputs);
+  every.push_back(outputs[0]);
+  if (onCuda(method, every)) {
+    HostCopies h;
+    std::vector<at::Tensor> outs = h.out(outputs);
+    std::vector<std::vector<at::Tensor>> ins;
+    for (const auto& list : inputs) ins.push_back(HostCopies::in(list));
+    return copiedBack(OpType::SCATTER, "conflux:scatter", outputs[0], scatter(outs, ins, opts), h.outputs);
+  }
   const int root = static_cast<int>(opts.rootRank);
   const at::Tensor out = outputs[0];
   std::vector<Op> ops;
@@ -436,19 +511,28 @@ c10::intrusive_ptr<c10d::Work> ConfluxBackend::alltoall_base(at::Tensor& output,
                                                              std::vector<int64_t>& inputSplits,
                                                              const c10d::AllToAllOptions& opts) {
   const char* method = "alltoall_base";
-  checkCpuDense(method, output);
-  checkCpuDense(method, input);
+  checkDense(method, output);
+  checkDense(method, input);
   checkSameType(method, output, input);
+  const bool cuda = onCuda(method, {output, input});
   if (outputSplits.empty() && inputSplits.empty()) {
     TORCH_CHECK(output.numel() == input.numel() && input.numel() % size_ == 0, "conflux alltoall_base: with equal "
                 "splits input and output must have the same number of elements, divisible by the group size (",
                 size_, "), got ", input.numel(), " and ", output.numel());
+    if (cuda) return alltoallOnStream(output, input);
     Op op = [c = comm_, output, input]() -> Finish {
       const size_t block = nbytes(input) / c->size();
       c->check(cfxAlltoAll(ptr(input), ptr(output), block, cfxUint8, c->get(), nullptr), "alltoall_base");
       return [] {};
     };
     return enqueue(OpType::ALLTOALL_BASE, "conflux:all_to_all_single", {output}, {std::move(op)}, method, opts.asyncOp);
+  }
+  if (cuda) {
+    HostCopies h;
+    at::Tensor out = h.out(output);
+    at::Tensor in = input.cpu();
+    return copiedBack(OpType::ALLTOALL_BASE, "conflux:all_to_all_single", output,
+                      alltoall_base(out, in, outputSplits, inputSplits, opts), h.outputs);
   }
   const Blocks in = alltoallBlocks("input", input, inputSplits, size_);
   const Blocks out = alltoallBlocks("output", output, outputSplits, size_);
@@ -471,9 +555,17 @@ c10::intrusive_ptr<c10d::Work> ConfluxBackend::alltoall(std::vector<at::Tensor>&
   TORCH_CHECK(static_cast<int>(outputs.size()) == size_ && static_cast<int>(inputs.size()) == size_,
               "conflux alltoall: expects group size (", size_, ") inputs and outputs, got ", inputs.size(), " and ",
               outputs.size());
+  std::vector<at::Tensor> every = outputs;
+  every.insert(every.end(), inputs.begin(), inputs.end());
+  if (onCuda(method, every)) {
+    HostCopies h;
+    std::vector<at::Tensor> outs = h.out(outputs);
+    std::vector<at::Tensor> ins = HostCopies::in(inputs);
+    return copiedBack(OpType::ALLTOALL, "conflux:all_to_all", outputs[0], alltoall(outs, ins, opts), h.outputs);
+  }
   for (int p = 0; p < size_; ++p) {
-    checkCpuDense(method, outputs[p]);
-    checkCpuDense(method, inputs[p]);
+    checkDense(method, outputs[p]);
+    checkDense(method, inputs[p]);
     checkSameType(method, outputs[p], inputs[0]);
     checkSameType(method, inputs[p], inputs[0]);
   }
@@ -492,15 +584,26 @@ c10::intrusive_ptr<c10d::Work> ConfluxBackend::alltoall(std::vector<at::Tensor>&
 c10::intrusive_ptr<c10d::Work> ConfluxBackend::send(std::vector<at::Tensor>& tensors, int dstRank, int tag) {
   checkSingle("send", tensors);
   checkRank("send", "destination", dstRank, size_);
-  const at::Tensor t = tensors[0];
-  return enqueue(OpType::SEND, "conflux:send", tensors, {sendOp(comm_, "send", t, 0, nbytes(t), dstRank)}, "send");
+  at::Tensor t = tensors[0];
+  if (onCuda("send", tensors)) {
+    if (!coalescing()) return p2pOnStream(OpType::SEND, t, dstRank);
+    t = t.cpu();  // inside a group: the send runs from a host copy
+  }
+  return enqueue(OpType::SEND, "conflux:send", {t}, {sendOp(comm_, "send", t, 0, nbytes(t), dstRank)}, "send");
 }
 
 c10::intrusive_ptr<c10d::Work> ConfluxBackend::recv(std::vector<at::Tensor>& tensors, int srcRank, int tag) {
   checkSingle("recv", tensors);
   checkRank("recv", "source", srcRank, size_);
-  const at::Tensor t = tensors[0];
-  return enqueue(OpType::RECV, "conflux:recv", tensors, {recvOp(comm_, "recv", t, 0, nbytes(t), srcRank)}, "recv");
+  at::Tensor t = tensors[0];
+  if (onCuda("recv", tensors)) {
+    if (!coalescing()) return p2pOnStream(OpType::RECV, t, srcRank);
+    at::Tensor host = t.cpu();  // inside a group: received on the host, copied back at endCoalescing
+    std::lock_guard<std::mutex> lock(coalesceMutex_);
+    coalescedCopies_.emplace_back(t, host);
+    t = host;
+  }
+  return enqueue(OpType::RECV, "conflux:recv", {t}, {recvOp(comm_, "recv", t, 0, nbytes(t), srcRank)}, "recv");
 }
 
 c10::intrusive_ptr<c10d::Work> ConfluxBackend::barrier(const c10d::BarrierOptions& opts) {

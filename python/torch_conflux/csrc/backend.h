@@ -4,6 +4,12 @@
 // collective for (gather, scatter, uneven alltoall, alltoall of lists) are grouped Send/Recv, as
 // NCCL's users build them. Coalescing (batch_isend_irecv, _coalescing_manager) runs the
 // collected operations as one cfxGroupStart/End.
+//
+// CUDA tensors (registered for device "cuda" too): the collectives with a staged form go through
+// CudaPath on torch's current stream, issued on the caller's thread once the worker is idle, and
+// return a CudaWork (NCCL's stream semantics). What the staged path lacks (gather, scatter, uneven
+// or list alltoall, allgather_coalesced, send/recv inside a coalescing group) runs on host copies:
+// the calling thread waits, and the results are copied back on the current stream.
 #pragma once
 
 #include <torch/csrc/distributed/c10d/Backend.hpp>
@@ -14,9 +20,11 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "comm.h"
+#include "cuda_path.h"
 #include "work.h"
 #include "worker.h"
 
@@ -96,16 +104,56 @@ class ConfluxBackend : public c10d::Backend {
   Op allgatherBaseOp(const char* method, const at::Tensor& output, const at::Tensor& input);
   Op reduceScatterBaseOp(const char* method, const at::Tensor& output, const at::Tensor& input,
                          const c10d::ReduceOp& op);
-  // A worker task that runs `ops`, inside cfxGroupStart/End when there are several.
+  // A worker task that runs `ops`, inside cfxGroupStart/End when there are several, after the
+  // host part of the CUDA calls issued before it.
   Worker::Task run(const char* method, std::vector<Op> ops);
 
+  void checkAllgatherBase(const char* method, const at::Tensor& output, const at::Tensor& input);
+  void checkReduceScatterBase(const char* method, const at::Tensor& output, const at::Tensor& input);
+
+  // ---- CUDA tensors (backend_cuda.cc) ----
+  // The staged forms. The base and coalesced forms take outputs[i] and inputs[i] pairwise.
+  c10::intrusive_ptr<c10d::Work> allreduceOnStream(c10d::OpType type, const char* title, const char* method,
+                                                   const std::vector<at::Tensor>& tensors, const c10d::ReduceOp& op);
+  c10::intrusive_ptr<c10d::Work> reduceOnStream(const at::Tensor& t, const c10d::ReduceOptions& opts);
+  c10::intrusive_ptr<c10d::Work> broadcastOnStream(const at::Tensor& t, int root);
+  c10::intrusive_ptr<c10d::Work> allgatherOnStream(c10d::OpType type, const char* title, const char* method,
+                                                   const std::vector<at::Tensor>& outputs,
+                                                   const std::vector<at::Tensor>& inputs);
+  c10::intrusive_ptr<c10d::Work> allgatherListOnStream(const std::vector<at::Tensor>& outputs, const at::Tensor& input);
+  c10::intrusive_ptr<c10d::Work> reduceScatterOnStream(c10d::OpType type, const char* title, const char* method,
+                                                       const std::vector<at::Tensor>& outputs,
+                                                       const std::vector<at::Tensor>& inputs,
+                                                       const c10d::ReduceOp& op);
+  c10::intrusive_ptr<c10d::Work> reduceScatterListOnStream(const at::Tensor& output,
+                                                           const std::vector<at::Tensor>& inputs,
+                                                           const c10d::ReduceOp& op);
+  c10::intrusive_ptr<c10d::Work> alltoallOnStream(const at::Tensor& output, const at::Tensor& input);
+  c10::intrusive_ptr<c10d::Work> p2pOnStream(c10d::OpType type, const at::Tensor& t, int peer);
+
+  // `issue` submits the operation's calls (and may run torch ops on the current
+  // stream around them); onStream runs it on the caller's thread after the worker's queue, with the
+  // device of `like` current, and returns a CudaWork over `outputs`.
+  using Submit = std::function<void(const CudaCall&)>;
+  c10::intrusive_ptr<c10d::Work> onStream(c10d::OpType type, const char* title, std::vector<at::Tensor> outputs,
+                                          const char* method, const at::Tensor& like,
+                                          const std::function<void(const Submit&)>& issue);
+  // After a host method ran on host copies of CUDA tensors: waits for `work`, copies each host
+  // output back into its CUDA tensor on the current stream, and returns a CudaWork over them.
+  c10::intrusive_ptr<c10d::Work> copiedBack(c10d::OpType type, const char* title, const at::Tensor& like,
+                                            const c10::intrusive_ptr<c10d::Work>& work,
+                                            const std::vector<std::pair<at::Tensor, at::Tensor>>& outputs);
+  bool coalescing();
+
   std::shared_ptr<Communicator> comm_;
+  std::shared_ptr<CudaPath> cuda_;
   bool spin_;
   Worker worker_;
   std::mutex coalesceMutex_;
   bool coalescing_ = false;
   std::vector<Op> coalesced_;
   c10::intrusive_ptr<ConfluxWork> coalescedWork_;
+  std::vector<std::pair<at::Tensor, at::Tensor>> coalescedCopies_;  // (CUDA recv tensor, its host copy)
 };
 
 }  // namespace torch_conflux

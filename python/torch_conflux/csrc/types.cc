@@ -60,10 +60,10 @@ at::Tensor premultiplied(const at::Tensor& t, const ReduceSpec& spec) {
   return x.to(t.scalar_type()).contiguous();
 }
 
-void checkCpuDense(const char* method, const at::Tensor& t) {
+void checkDense(const char* method, const at::Tensor& t) {
   TORCH_CHECK(t.defined(), "conflux ", method, ": undefined tensor");
-  TORCH_CHECK(t.device().is_cpu(), "conflux ", method, ": tensors must be on the CPU, got one on ",
-              t.device(), " (this build of the backend serves device 'cpu' only)");
+  TORCH_CHECK(t.device().is_cpu() || t.device().is_cuda(), "conflux ", method,
+              ": tensors must be on the CPU or a CUDA device, got one on ", t.device());
   TORCH_CHECK(t.layout() == at::kStrided, "conflux ", method, ": tensors must be dense (strided), got ",
               t.layout());
   TORCH_CHECK(t.is_contiguous(), "conflux ", method, ": tensors must be contiguous (call .contiguous())");
@@ -72,7 +72,17 @@ void checkCpuDense(const char* method, const at::Tensor& t) {
 void checkSingle(const char* method, const std::vector<at::Tensor>& tensors) {
   TORCH_CHECK(tensors.size() == 1, "conflux ", method, ": expects exactly one tensor per call, got ",
               tensors.size());
-  checkCpuDense(method, tensors[0]);
+  checkDense(method, tensors[0]);
+}
+
+bool onCuda(const char* method, const std::vector<at::Tensor>& tensors) {
+  if (tensors.empty() || !tensors[0].defined()) return false;
+  const at::Device device = tensors[0].device();
+  for (const auto& t : tensors) {
+    TORCH_CHECK(t.defined() && t.device() == device, "conflux ", method, ": tensors must be on one device, got ",
+                device, " and ", t.defined() ? t.device().str() : std::string("an undefined tensor"));
+  }
+  return device.is_cuda();
 }
 
 void checkSameType(const char* method, const at::Tensor& a, const at::Tensor& b) {
@@ -89,12 +99,23 @@ void checkList(const char* method, const std::vector<at::Tensor>& list, size_t e
   TORCH_CHECK(list.size() == expected, "conflux ", method, ": expected a list of ", expected,
               " tensors, got ", list.size());
   for (const auto& t : list) {
-    checkCpuDense(method, t);
+    checkDense(method, t);
     checkSameType(method, t, like);
     TORCH_CHECK(t.numel() == like.numel(), "conflux ", method,
                 ": every tensor of the list must have the input's number of elements (", like.numel(),
                 "), got ", t.numel());
   }
+}
+
+at::Tensor flatView(const std::vector<at::Tensor>& list, int64_t numel) {
+  return at::from_blob(ptr(list[0]), {numel}, [keep = list[0]](void*) {}, list[0].options());
+}
+
+bool adjacent(const std::vector<at::Tensor>& list) {
+  for (size_t i = 1; i < list.size(); ++i) {
+    if (static_cast<char*>(ptr(list[i])) != static_cast<char*>(ptr(list[0])) + i * nbytes(list[0])) return false;
+  }
+  return true;
 }
 
 }  // namespace torch_conflux

@@ -33,7 +33,11 @@ ReduceSpec reduceOp(const char* method, const c10d::ReduceOp& op, at::ScalarType
 at::Tensor premultiplied(const at::Tensor& t, const ReduceSpec& spec);
 
 // Argument checks. Each throws c10::Error whose text starts with "conflux <method>: ".
-void checkCpuDense(const char* method, const at::Tensor& t);
+// checkDense: defined, strided, contiguous, on the CPU or a CUDA device.
+void checkDense(const char* method, const at::Tensor& t);
+// True when every tensor is on a CUDA device (one device), false when every one is on the CPU;
+// throws for a mix.
+bool onCuda(const char* method, const std::vector<at::Tensor>& tensors);
 void checkSingle(const char* method, const std::vector<at::Tensor>& tensors);
 void checkSameType(const char* method, const at::Tensor& a, const at::Tensor& b);
 void checkRank(const char* method, const char* what, int64_t rank, int size);
@@ -41,5 +45,11 @@ void checkList(const char* method, const std::vector<at::Tensor>& list, size_t e
 
 // Bytes of a tensor (data movement sends any dtype as bytes).
 inline size_t nbytes(const at::Tensor& t) { return t.numel() * t.element_size(); }
+inline void* ptr(const at::Tensor& t) { return t.data_ptr(); }
+
+// One flat tensor over a list that lies back to back, keeping the list's storage alive.
+at::Tensor flatView(const std::vector<at::Tensor>& list, int64_t numel);
+// True when `list` lies back to back in one contiguous block (the library can use it directly).
+bool adjacent(const std::vector<at::Tensor>& list);
 
 }  // namespace torch_conflux

@@ -62,6 +62,7 @@ bool Worker::runInlineIfIdle(const c10::intrusive_ptr<ConfluxWork>& work, Task& 
     wake = !queue_.empty() && sleeping_.load(std::memory_order_acquire);
   }
   if (wake) cv_.notify_one();  // items posted meanwhile (from another thread) waited for this one
+  idle_.notify_all();
   return true;
 }
 
@@ -106,7 +107,14 @@ void Worker::loop() {
     item.work.reset();
     lock.lock();
     running_ = false;
+    if (queue_.empty()) idle_.notify_all();
   }
+  idle_.notify_all();
+}
+
+void Worker::waitIdle() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  idle_.wait(lock, [&] { return idle(); });  // the loop ends only with nothing queued
 }
 
 }  // namespace torch_conflux

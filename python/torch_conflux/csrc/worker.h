@@ -33,6 +33,8 @@ class Worker {
   // Runs `task` now on the calling thread and returns true if nothing is queued or running;
   // otherwise returns false and leaves `task` untouched (post it).
   bool runInlineIfIdle(const c10::intrusive_ptr<ConfluxWork>& work, Task& task);
+  // Blocks until nothing is queued or running (before the caller issues a CUDA call itself).
+  void waitIdle();
   // Runs what is queued, then joins the thread. Idempotent.
   void stop() noexcept;
 
@@ -45,11 +47,13 @@ class Worker {
   // With the lock held: true when the front item may run, false when stopping with nothing left.
   bool waitForWork(std::unique_lock<std::mutex>& lock);
   bool ready() const { return !queue_.empty() && !running_; }
+  bool idle() const { return queue_.empty() && !running_; }
   static void execute(ConfluxWork& work, Task& task);
 
   const bool spin_;
   std::mutex mutex_;
   std::condition_variable cv_;
+  std::condition_variable idle_;  // notified when the last queued operation ends
   std::deque<Item> queue_;
   bool stopping_ = false;
   bool running_ = false;  // an operation is running (on the worker or inline)
