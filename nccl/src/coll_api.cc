@@ -2,8 +2,9 @@
 // communicator; device buffers go to the staged path on the caller's stream (device_route.h).
 // Host buffers: the call resolves a PreMulSum op into Sum over a scaled copy and calls the cfx
 // function blocking, so its result is in place when it returns, which satisfies every NCCL program
-// that synchronises its stream before reading. Gather and Scatter are grouped sends and receives
-// (host buffers only).
+// that synchronises its stream before reading. Gather and Scatter are grouped sends and receives.
+// On device buffers, what the staged path lacks (PreMulSum, Gather, Scatter, Send/Recv inside a
+// group) runs on host copies (HostView): the caller waits for its stream.
 #include <cstring>
 #include <string>
 #include <vector>
@@ -29,6 +30,12 @@ class Scratch {
 
 cfxDataType_t dt(ncclDataType_t t) { return static_cast<cfxDataType_t>(t); }
 
+int rankOf(ncclComm& c) {
+  int me = 0;
+  check(cfxCommUserRank(c.inner, &me), c.inner);
+  return me;
+}
+
 // Runs `body` with the live communicator.
 template <class F>
 ncclResult_t call(const char* fn, ncclComm_t comm, F&& body) {
@@ -41,9 +48,12 @@ NCCL_API ncclResult_t ncclAllReduce(const void* sendbuff, void* recvbuff, size_t
                                     ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
   return call("ncclAllReduce", comm, [&](ncclComm& c) {
     if (runOnDevice(c, {DeviceColl::kAllReduce, sendbuff, recvbuff, count, datatype, op, -1, stream})) return;
+    const size_t bytes = count * elementSize(datatype);
+    HostView v(c, sendbuff, bytes, recvbuff, bytes, static_cast<void*>(stream));
     Scratch s;
-    auto r = c.premul.resolve(op, datatype, sendbuff, count, s.get());
-    check(cfxAllReduce(r.send, recvbuff, count, dt(datatype), r.op, c.inner, nullptr), c.inner);
+    auto r = c.premul.resolve(op, datatype, v.send(), count, s.get());
+    check(cfxAllReduce(r.send, v.recv(), count, dt(datatype), r.op, c.inner, nullptr), c.inner);
+    v.done();
   });
 }
 
@@ -51,9 +61,12 @@ NCCL_API ncclResult_t ncclReduce(const void* sendbuff, void* recvbuff, size_t co
                                  ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t stream) {
   return call("ncclReduce", comm, [&](ncclComm& c) {
     if (runOnDevice(c, {DeviceColl::kReduce, sendbuff, recvbuff, count, datatype, op, root, stream})) return;
+    const size_t bytes = count * elementSize(datatype);
+    HostView v(c, sendbuff, bytes, recvbuff, rankOf(c) == root ? bytes : 0, static_cast<void*>(stream));
     Scratch s;
-    auto r = c.premul.resolve(op, datatype, sendbuff, count, s.get());
-    check(cfxReduce(r.send, recvbuff, count, dt(datatype), r.op, root, c.inner, nullptr), c.inner);
+    auto r = c.premul.resolve(op, datatype, v.send(), count, s.get());
+    check(cfxReduce(r.send, v.recv(), count, dt(datatype), r.op, root, c.inner, nullptr), c.inner);
+    v.done();
   });
 }
 
@@ -63,9 +76,12 @@ NCCL_API ncclResult_t ncclReduceScatter(const void* sendbuff, void* recvbuff, si
     if (runOnDevice(c, {DeviceColl::kReduceScatter, sendbuff, recvbuff, recvcount, datatype, op, -1, stream})) return;
     int n = 0;
     check(cfxCommCount(c.inner, &n), c.inner);
+    const size_t bytes = recvcount * elementSize(datatype);
+    HostView v(c, sendbuff, bytes * static_cast<size_t>(n), recvbuff, bytes, static_cast<void*>(stream));
     Scratch s;
-    auto r = c.premul.resolve(op, datatype, sendbuff, recvcount * static_cast<size_t>(n), s.get());
-    check(cfxReduceScatter(r.send, recvbuff, recvcount, dt(datatype), r.op, c.inner, nullptr), c.inner);
+    auto r = c.premul.resolve(op, datatype, v.send(), recvcount * static_cast<size_t>(n), s.get());
+    check(cfxReduceScatter(r.send, v.recv(), recvcount, dt(datatype), r.op, c.inner, nullptr), c.inner);
+    v.done();
   });
 }
 
@@ -106,7 +122,9 @@ NCCL_API ncclResult_t ncclSend(const void* sendbuff, size_t count, ncclDataType_
                                ncclComm_t comm, cudaStream_t stream) {
   return call("ncclSend", comm, [&](ncclComm& c) {
     if (runOnDevice(c, {DeviceColl::kSend, sendbuff, nullptr, count, datatype, ncclSum, peer, stream})) return;
-    check(cfxSend(sendbuff, count, dt(datatype), peer, c.inner, nullptr), c.inner);
+    HostView v(c, sendbuff, count * elementSize(datatype), nullptr, 0, static_cast<void*>(stream));
+    check(cfxSend(v.send(), count, dt(datatype), peer, c.inner, nullptr), c.inner);
+    v.done();
   });
 }
 
@@ -114,7 +132,9 @@ NCCL_API ncclResult_t ncclRecv(void* recvbuff, size_t count, ncclDataType_t data
                                cudaStream_t stream) {
   return call("ncclRecv", comm, [&](ncclComm& c) {
     if (runOnDevice(c, {DeviceColl::kRecv, nullptr, recvbuff, count, datatype, ncclSum, peer, stream})) return;
-    check(cfxRecv(recvbuff, count, dt(datatype), peer, c.inner, nullptr), c.inner);
+    HostView v(c, nullptr, 0, recvbuff, count * elementSize(datatype), static_cast<void*>(stream));
+    check(cfxRecv(v.recv(), count, dt(datatype), peer, c.inner, nullptr), c.inner);
+    v.done();
   });
 }
 
@@ -122,19 +142,19 @@ NCCL_API ncclResult_t ncclRecv(void* recvbuff, size_t count, ncclDataType_t data
 NCCL_API ncclResult_t ncclGather(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
                                  int root, ncclComm_t comm, cudaStream_t stream) {
   return call("ncclGather", comm, [&](ncclComm& c) {
-    requireHost(sendbuff, recvbuff, "Gather");
     int n = 0, me = 0;
     check(cfxCommCount(c.inner, &n), c.inner);
     check(cfxCommUserRank(c.inner, &me), c.inner);
     if (root < 0 || root >= n) throw ShimError(ncclInvalidArgument, "root " + std::to_string(root) + " is not a rank");
     const size_t bytes = count * elementSize(datatype);
     if (me == root && count > 0 && recvbuff == nullptr) throw ShimError(ncclInvalidArgument, "recvbuff is NULL");
+    HostView v(c, sendbuff, bytes, recvbuff, me == root ? bytes * n : 0, static_cast<void*>(stream));
     groupStart();
     try {
-      check(cfxSend(sendbuff, count, dt(datatype), root, c.inner, nullptr), c.inner);
+      check(cfxSend(v.send(), count, dt(datatype), root, c.inner, nullptr), c.inner);
       if (me == root) {
         for (int p = 0; p < n; ++p) {
-          check(cfxRecv(static_cast<char*>(recvbuff) + p * bytes, count, dt(datatype), p, c.inner, nullptr), c.inner);
+          check(cfxRecv(static_cast<char*>(v.recv()) + p * bytes, count, dt(datatype), p, c.inner, nullptr), c.inner);
         }
       }
     } catch (...) {
@@ -142,6 +162,7 @@ NCCL_API ncclResult_t ncclGather(const void* sendbuff, void* recvbuff, size_t co
       throw;
     }
     groupEnd();
+    v.done();
   });
 }
 
@@ -149,27 +170,28 @@ NCCL_API ncclResult_t ncclGather(const void* sendbuff, void* recvbuff, size_t co
 NCCL_API ncclResult_t ncclScatter(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
                                   int root, ncclComm_t comm, cudaStream_t stream) {
   return call("ncclScatter", comm, [&](ncclComm& c) {
-    requireHost(sendbuff, recvbuff, "Scatter");
     int n = 0, me = 0;
     check(cfxCommCount(c.inner, &n), c.inner);
     check(cfxCommUserRank(c.inner, &me), c.inner);
     if (root < 0 || root >= n) throw ShimError(ncclInvalidArgument, "root " + std::to_string(root) + " is not a rank");
     const size_t bytes = count * elementSize(datatype);
     if (me == root && count > 0 && sendbuff == nullptr) throw ShimError(ncclInvalidArgument, "sendbuff is NULL");
+    HostView v(c, sendbuff, me == root ? bytes * n : 0, recvbuff, bytes, static_cast<void*>(stream));
     groupStart();
     try {
       if (me == root) {
         for (int p = 0; p < n; ++p) {
-          check(cfxSend(static_cast<const char*>(sendbuff) + p * bytes, count, dt(datatype), p, c.inner, nullptr),
+          check(cfxSend(static_cast<const char*>(v.send()) + p * bytes, count, dt(datatype), p, c.inner, nullptr),
                 c.inner);
         }
       }
-      check(cfxRecv(recvbuff, count, dt(datatype), root, c.inner, nullptr), c.inner);
+      check(cfxRecv(v.recv(), count, dt(datatype), root, c.inner, nullptr), c.inner);
     } catch (...) {
       try { groupEnd(); } catch (const ShimError&) {}
       throw;
     }
     groupEnd();
+    v.done();
   });
 }
 

@@ -5,6 +5,8 @@
 #pragma once
 
 #include <cstddef>
+#include <memory>
+#include <vector>
 
 #include "nccl_abi.h"
 
@@ -25,12 +27,36 @@ struct DeviceCall {
   cudaStream_t stream;
 };
 
-// Submits `call` to the staged path and returns true when its buffers are device memory; returns
-// false for host buffers after waiting for the staged work already queued on `c` (so the host path
-// never runs beside it). Throws ShimError for mixed buffers or what the staged path refuses.
+// Submits `call` to the staged path and returns true when its buffers are device memory and the
+// staged path has the call; returns false otherwise (host buffers; on device buffers a PreMulSum op
+// or a Send/Recv inside a group, which the caller runs through a HostView), after waiting for the
+// staged work already queued on `c` (so the host path never runs beside it). Throws ShimError for
+// mixed buffers.
 bool runOnDevice(ncclComm& c, const DeviceCall& call);
-// Throws ncclInvalidUsage when `a` or `b` is device memory (for calls the staged path lacks).
-void requireHost(const void* a, const void* b, const char* what);
+
+// Host copies of device buffers, for what the staged path lacks (PreMulSum, Gather, Scatter,
+// grouped Send/Recv). Host buffers pass through untouched. For device buffers the calling thread
+// waits for the staged work and for `stream`, `sendBytes` of `send` are copied to host memory, the
+// host path runs on send() and recv(), and done() copies `recvBytes` back into `recv` on `stream`
+// and waits for it (inside a group: after the outermost ncclGroupEnd has run the group). The copies
+// live until then. Mixed host and device buffers are ncclInvalidArgument.
+class HostView {
+ public:
+  // `stream` is the call's cudaStream_t (as void*: this header's cudaStream_t is nccl_abi.h's, the
+  // CUDA file's is CUDA's own, and a parameter's type would differ between them).
+  HostView(ncclComm& c, const void* send, size_t sendBytes, void* recv, size_t recvBytes, void* stream);
+  const void* send() const { return send_; }
+  void* recv() const { return recv_; }
+  void done();
+
+ private:
+  const void* send_;
+  void* recv_;
+  void* device_ = nullptr;  // the device recv buffer, when bounced
+  size_t recvBytes_ = 0;
+  void* stream_;
+  std::shared_ptr<std::vector<char>> copies_;  // the host copy of recv
+};
 // The staged path's first failure, or ncclSuccess.
 ncclResult_t deviceAsyncError(ncclComm& c);
 // Before the communicator goes: waits for (or, when aborting, fails) the staged work and frees it.

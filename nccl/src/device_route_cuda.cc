@@ -2,8 +2,10 @@
 // made at its first device call, on the communicator's device), host buffers to the host path.
 #include <cuda_runtime_api.h>
 
+#include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "conflux/conflux_cuda.h"
 #include "device_route.h"
@@ -66,10 +68,12 @@ bool runOnDevice(ncclComm& c, const DeviceCall& call) {
   if (in == Space::kHost || out == Space::kHost) {
     throw ShimError(ncclInvalidArgument, "sendbuff and recvbuff must both be device memory or both host memory");
   }
-  if ((call.coll == DeviceColl::kSend || call.coll == DeviceColl::kRecv) && inGroup()) {
-    throw ShimError(ncclInvalidUsage,
-                    "grouped send/recv on device buffers is not supported by Conflux's staged path yet; "
-                    "use host buffers or ungrouped calls");
+  const bool p2p = call.coll == DeviceColl::kSend || call.coll == DeviceColl::kRecv;
+  const bool reduction = call.coll == DeviceColl::kAllReduce || call.coll == DeviceColl::kReduce ||
+                         call.coll == DeviceColl::kReduceScatter;
+  if ((p2p && inGroup()) || (reduction && (call.op < 0 || call.op >= ncclNumOps))) {
+    if (cfxCudaComm_t s = existingStaged(c)) checkStaged(cfxCudaCommSynchronize(s), s);
+    return false;  // the caller runs it on host copies (HostView)
   }
   cfxCudaComm_t s = stagedOf(c);
   const auto t = static_cast<cfxDataType_t>(call.type);
@@ -95,9 +99,48 @@ bool runOnDevice(ncclComm& c, const DeviceCall& call) {
   return true;
 }
 
-void requireHost(const void* a, const void* b, const char* what) {
-  if (spaceOf(a) == Space::kDevice || spaceOf(b) == Space::kDevice) {
-    throw ShimError(ncclInvalidUsage, std::string(what) + " on device buffers is not supported by Conflux's staged path");
+void checkCuda(cudaError_t e, const char* what) {
+  if (e != cudaSuccess) {
+    cudaGetLastError();
+    throw ShimError(ncclUnhandledCudaError, std::string(what) + ": " + cudaGetErrorString(e));
+  }
+}
+
+HostView::HostView(ncclComm& c, const void* send, size_t sendBytes, void* recv, size_t recvBytes, void* stream)
+    : send_(send), recv_(recv), stream_(stream) {
+  const Space in = sendBytes > 0 ? spaceOf(send) : Space::kNone;
+  const Space out = recvBytes > 0 ? spaceOf(recv) : Space::kNone;
+  if (in != Space::kDevice && out != Space::kDevice) return;
+  if (in == Space::kHost || out == Space::kHost) {
+    throw ShimError(ncclInvalidArgument, "sendbuff and recvbuff must both be device memory or both host memory");
+  }
+  if (cfxCudaComm_t s = existingStaged(c)) checkStaged(cfxCudaCommSynchronize(s), s);
+  checkCuda(cudaStreamSynchronize(static_cast<cudaStream_t>(stream)),
+            "waiting for the stream before copying device buffers to the host");
+  auto sendCopy = std::make_shared<std::vector<char>>(sendBytes);
+  auto recvCopy = std::make_shared<std::vector<char>>(recvBytes);
+  if (sendBytes > 0) {
+    checkCuda(cudaMemcpy(sendCopy->data(), send, sendBytes, cudaMemcpyDeviceToHost), "copying sendbuff to the host");
+  }
+  send_ = sendCopy->data();
+  recv_ = recvBytes > 0 ? recvCopy->data() : nullptr;
+  device_ = recvBytes > 0 ? recv : nullptr;
+  recvBytes_ = recvBytes;
+  if (inGroup()) afterGroup([sendCopy, recvCopy] {});  // the group's calls read and write them at its end
+  copies_ = recvCopy;
+}
+
+void HostView::done() {
+  if (device_ == nullptr) return;
+  auto back = [device = device_, copy = copies_, bytes = recvBytes_, stream = static_cast<cudaStream_t>(stream_)] {
+    checkCuda(cudaMemcpyAsync(device, copy->data(), bytes, cudaMemcpyHostToDevice, stream),
+              "copying the result back to the device");
+    checkCuda(cudaStreamSynchronize(stream), "copying the result back to the device");
+  };
+  if (inGroup()) {
+    afterGroup(back);
+  } else {
+    back();
   }
 }
 

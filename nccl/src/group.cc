@@ -14,6 +14,7 @@ struct GroupState {
   int depth = 0;
   std::vector<std::unique_ptr<std::vector<char>>> scratch;
   std::vector<PendingInit> inits;
+  std::vector<std::function<void()>> after;
 };
 thread_local GroupState tlsGroup;
 
@@ -42,10 +43,20 @@ void groupEnd() {
   }
   --g.depth;
   const cfxResult_t r = cfxGroupEnd();
-  if (g.depth == 0) g.scratch.clear();
+  std::vector<std::function<void()>> after;
+  if (g.depth == 0) after.swap(g.after);
+  struct Release {  // the scratch goes after the deferred work that reads it, also when it throws
+    GroupState& g;
+    ~Release() {
+      if (g.depth == 0) g.scratch.clear();
+    }
+  } release{g};
   if (initCode != ncclSuccess) throw ShimError(initCode, initError);
   check(r, nullptr);
+  for (auto& fn : after) fn();
 }
+
+void afterGroup(std::function<void()> fn) { tlsGroup.after.push_back(std::move(fn)); }
 
 std::vector<char>& groupScratch() {
   tlsGroup.scratch.push_back(std::make_unique<std::vector<char>>());

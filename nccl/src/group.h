@@ -5,6 +5,7 @@
 // outermost ncclGroupEnd.
 #pragma once
 
+#include <functional>
 #include <vector>
 
 #include "conflux/conflux.h"
@@ -19,6 +20,9 @@ void groupEnd();
 
 // A scratch buffer that lives until the outermost ncclGroupEnd (only inside a group).
 std::vector<char>& groupScratch();
+// Runs `fn` after the outermost ncclGroupEnd has run the group successfully (only inside a group);
+// dropped, unrun, when the group fails. A ShimError from `fn` is the group's error.
+void afterGroup(std::function<void()> fn);
 
 struct PendingInit {
   ncclComm_t* out;

@@ -1,7 +1,8 @@
 /* An NCCL program on device buffers, compiled against NCCL's own nccl.h and run on Conflux's shim:
  * N forked ranks share GPU 0 (Conflux's staging allows it); every collective runs on a CUDA stream
  * with no host synchronisation between the upload, the collectives and the download, and every
- * value is checked exactly. Mixed host/device buffers are an argument error. Exits 77 (CTest's
+ * value is checked exactly; then grouped Send/Recv around a ring and a PreMulSum AllReduce, which
+ * the shim runs on host copies. Mixed host/device buffers are an argument error. Exits 77 (CTest's
  * skip) when there is no CUDA device.
  *
  *   nccl_device_program N
@@ -63,6 +64,29 @@ static int runRank(int rank, int n, ncclUniqueId id) {
   for (int r = 0; r < n; ++r)
     for (size_t i = 0; i < COUNT; ++i)
       if (gathered[(size_t)r * COUNT + i] != (float)((r + 1) * (i % 97))) { check(rank, 0, "allgather value", comm); r = n; break; }
+  /* What runs on host copies: Send/Recv around a ring inside a group (the way nccl-tests and
+   * PyTorch build alltoall), and a PreMulSum AllReduce (x * 0.5, summed). */
+  const int right = (rank + 1) % n, left = (rank + n - 1) % n;
+  check(rank, ncclGroupStart() == ncclSuccess, "ncclGroupStart", comm);
+  check(rank, ncclSend(dsend, COUNT, ncclFloat32, right, comm, s) == ncclSuccess, "grouped ncclSend", comm);
+  check(rank, ncclRecv(drecv, COUNT, ncclFloat32, left, comm, s) == ncclSuccess, "grouped ncclRecv", comm);
+  check(rank, ncclGroupEnd() == ncclSuccess, "ncclGroupEnd", comm);
+  float* ring = malloc(COUNT * sizeof(float));
+  cudaMemcpyAsync(ring, drecv, COUNT * sizeof(float), cudaMemcpyDeviceToHost, s);
+  float half = 0.5f;
+  ncclRedOp_t premul;
+  check(rank, ncclRedOpCreatePreMulSum(&premul, &half, ncclFloat32, ncclScalarHostImmediate, comm) == ncclSuccess,
+        "ncclRedOpCreatePreMulSum", comm);
+  check(rank, ncclAllReduce(dsend, drecv, COUNT, ncclFloat32, premul, comm, s) == ncclSuccess,
+        "PreMulSum ncclAllReduce", comm);
+  float* halves = malloc(COUNT * sizeof(float));
+  cudaMemcpyAsync(halves, drecv, COUNT * sizeof(float), cudaMemcpyDeviceToHost, s);
+  check(rank, cudaStreamSynchronize(s) == cudaSuccess, "cudaStreamSynchronize", NULL);
+  check(rank, ncclRedOpDestroy(premul, comm) == ncclSuccess, "ncclRedOpDestroy", comm);
+  for (size_t i = 0; i < COUNT; ++i) {
+    if (ring[i] != (float)((left + 1) * (i % 97))) { check(rank, 0, "grouped send/recv value", comm); break; }
+    if (halves[i] != 0.5f * ranks * (float)(i % 97)) { check(rank, 0, "PreMulSum value", comm); break; }
+  }
   /* Mixed buffers are refused, and the communicator goes on. */
   check(rank, ncclAllReduce(host, drecv, 1, ncclFloat32, ncclSum, comm, s) == ncclInvalidArgument, "mixed buffers", comm);
   ncclResult_t async = ncclSuccess;
