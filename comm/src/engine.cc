@@ -28,6 +28,29 @@ Engine::~Engine() {
   if (thread_.joinable()) thread_.join();
 }
 
+Outcome Engine::attempt(std::span<const std::unique_ptr<Op>> ops, const RunLimit* limit, bool& finished) {
+  Outcome out;
+  finished = true;
+  try {
+    finished = executeBatch(ctx_, ops, limit);
+  } catch (const Error& e) {
+    out = Outcome{e.status(), e.what()};
+  } catch (const std::exception& e) {
+    out = Outcome{Status::kInternalError, e.what()};
+  }
+  if (!out.ok()) {
+    logWarn(out.message);
+    bool first = false;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      first = failed_.ok();
+      if (first) failed_ = out;
+    }
+    if (first && onFailure_ && out.status != Status::kInvalidArgument) onFailure_(out);
+  }
+  return out;
+}
+
 Outcome Engine::execute(std::span<const std::unique_ptr<Op>> ops, const std::vector<Stream*>& streams,
                         bool checked) {
   Outcome out;
@@ -36,23 +59,8 @@ Outcome Engine::execute(std::span<const std::unique_ptr<Op>> ops, const std::vec
     if (!failed_.ok()) out = Outcome{failed_.status, "communicator failed earlier: " + failed_.message};
   }
   if (out.ok()) {
-    try {
-      executeBatch(ctx_, ops);
-    } catch (const Error& e) {
-      out = Outcome{e.status(), e.what()};
-    } catch (const std::exception& e) {
-      out = Outcome{Status::kInternalError, e.what()};
-    }
-    if (!out.ok()) {
-      logWarn(out.message);
-      bool first = false;
-      {
-        std::lock_guard<std::mutex> lock(mu_);
-        first = failed_.ok();
-        if (first) failed_ = out;
-      }
-      if (first && onFailure_ && out.status != Status::kInvalidArgument) onFailure_(out);
-    }
+    bool finished = false;
+    out = attempt(ops, nullptr, finished);
   }
   for (Stream* s : streams) s->completed(out);
   return out;
@@ -95,11 +103,68 @@ Outcome Engine::runBlocking(std::unique_ptr<Op> op) {
   return runBlocking(std::move(b));
 }
 
+bool Engine::runItem(Item& item, const RunLimit* limit) {
+  Outcome out;
+  bool finished = true;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!failed_.ok()) out = Outcome{failed_.status, "communicator failed earlier: " + failed_.message};
+  }
+  if (out.ok()) out = attempt(item.batch.ops, limit, finished);
+  if (!finished) return false;
+  // A batch that finished before its streams counted it concerns them only if it failed.
+  for (Stream* s : item.batch.streams) {
+    if (!item.counted) {
+      if (out.ok()) continue;
+      s->enqueued();
+    }
+    s->completed(out);
+  }
+  if (item.done) item.done->set(out);
+  return true;
+}
+
+void Engine::countStreams(Item& item) {
+  if (item.counted) return;
+  for (Stream* s : item.batch.streams) s->enqueued();
+  item.counted = true;
+}
+
 void Engine::enqueue(Batch batch, std::shared_ptr<Completion> done) {
-  for (Stream* s : batch.streams) s->enqueued();
-  std::lock_guard<std::mutex> lock(mu_);
-  queue_.push_back(Item{std::move(batch), std::move(done)});
-  if (!thread_.joinable()) thread_ = std::thread(&Engine::threadMain, this);
+  Item item{std::move(batch), std::move(done)};
+  std::unique_lock<std::mutex> lock(mu_);
+  if (busy_) {
+    lock.unlock();
+    countStreams(item);
+    lock.lock();
+    queue_.push_back(std::move(item));
+    if (!thread_.joinable()) thread_ = std::thread(&Engine::threadMain, this);
+    cv_.notify_all();
+    return;
+  }
+  // No thread runs this engine's work: run it here. Queued work the progress thread has not
+  // started yet goes first, so the order is kept.
+  busy_ = true;
+  std::vector<Item> earlier;
+  if (!queue_.empty()) {
+    earlier.assign(std::make_move_iterator(queue_.begin()), std::make_move_iterator(queue_.end()));
+    queue_.clear();
+  }
+  lock.unlock();
+  const RunLimit limit{ctx_.wait().spin + kEagerYields, kEagerBusy};
+  size_t ran = 0;
+  while (ran < earlier.size() && runItem(earlier[ran], &limit)) ++ran;
+  bool stalled = ran < earlier.size() || !runItem(item, &limit);
+  if (stalled) countStreams(item);
+  lock.lock();
+  busy_ = false;
+  if (stalled) {
+    // The peers are not there yet: the progress thread goes on from where this stopped, ahead of
+    // anything queued meanwhile.
+    queue_.push_front(std::move(item));
+    for (size_t i = earlier.size(); i > ran; --i) queue_.push_front(std::move(earlier[i - 1]));
+    if (!thread_.joinable()) thread_ = std::thread(&Engine::threadMain, this);
+  }
   cv_.notify_all();
 }
 

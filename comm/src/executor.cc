@@ -85,30 +85,31 @@ class BatchRunner {
 
 }  // namespace
 
-void executeBatch(Context& ctx, std::span<const std::unique_ptr<Op>> ops) {
+bool executeBatch(Context& ctx, std::span<const std::unique_ptr<Op>> ops, const RunLimit* limit) {
   using Clock = std::chrono::steady_clock;
   if (ctx.poisoned() || ctx.aborted()) ctx.checkAbortAndPoison([] { return std::string("the start of an operation"); });
   // Latency path: a single operation that completes on its first step needs none of the waiting
   // machinery below.
   if (ops.size() == 1 && !ops[0]->isPointToPoint()) {
     ops[0]->progress(ctx);
-    if (ops[0]->done()) return;
+    if (ops[0]->done()) return true;
   }
   BatchRunner runner(ctx, ops);
-  auto lastProgress = Clock::now();
+  const auto start = Clock::now();
+  auto lastProgress = start;
   const int spin = ctx.wait().spin;
-  constexpr int kYields = 8;
   const int sleepMs = static_cast<int>(std::clamp<int64_t>(ctx.wait().livenessPeriod.count(), 1, 100));
   const std::function<std::string()> what = [&] { return runner.pending(); };
   int idle = 0;
   bool slept = false;
   for (;;) {
     bool moved = runner.step();
-    if (runner.finished()) return;
+    if (runner.finished()) return true;
     if (moved) {
       idle = 0;
       slept = false;
       lastProgress = Clock::now();
+      if (limit && lastProgress - start > limit->busy) return false;
       continue;
     }
     if (slept || ctx.aborted()) {
@@ -123,11 +124,12 @@ void executeBatch(Context& ctx, std::span<const std::unique_ptr<Op>> ops) {
       ctx.checkTimeout(lastProgress, what);
       slept = false;
     }
+    if (limit && idle >= limit->idlePolls) return false;
     if (++idle <= spin) {
       cpuRelax();
       continue;
     }
-    if (idle <= spin + kYields) {
+    if (idle <= spin + kWaitYields) {
       sched_yield();
       continue;
     }
@@ -138,7 +140,7 @@ void executeBatch(Context& ctx, std::span<const std::unique_ptr<Op>> ops) {
     moved = runner.step();
     if (!moved && !runner.finished()) bell.sleep(token, sleepMs);
     bell.disarm();
-    if (runner.finished()) return;
+    if (runner.finished()) return true;
     if (moved) {
       idle = 0;
       lastProgress = Clock::now();

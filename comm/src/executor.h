@@ -7,6 +7,7 @@
 // poisoned communicator, dead peers and the timeout.
 #pragma once
 
+#include <chrono>
 #include <memory>
 #include <span>
 #include <vector>
@@ -16,7 +17,19 @@
 
 namespace conflux {
 
+// Idle polls that yield the core between spinning and sleeping.
+inline constexpr int kWaitYields = 8;
+
+// How long a bounded run (an eager attempt, engine.h) may go on before it gives the batch back.
+struct RunLimit {
+  int idlePolls;                   // polls in a row that moved nothing (spinning, then yielding)
+  std::chrono::microseconds busy;  // time spent while still moving (a large message)
+};
+
 // Throws Error on failure (after poisoning the communicator where peers would otherwise hang).
-void executeBatch(Context& ctx, std::span<const std::unique_ptr<Op>> ops);
+// Returns true once every operation is done. With a `limit` it never sleeps: once the limit is
+// reached it returns false, and the operations keep their state for a later call (possibly on
+// another thread).
+bool executeBatch(Context& ctx, std::span<const std::unique_ptr<Op>> ops, const RunLimit* limit = nullptr);
 
 }  // namespace conflux

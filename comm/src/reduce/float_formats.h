@@ -23,11 +23,11 @@ inline float bitsFloat(uint32_t u) {
 
 inline float bf16ToFloat(uint16_t b) { return bitsFloat(static_cast<uint32_t>(b) << 16); }
 
+// Branchless, so loops vectorise.
 inline uint16_t floatToBf16(float f) {
-  uint32_t u = floatBits(f);
-  if ((u & 0x7fffffffu) > 0x7f800000u) return 0x7fc0;  // the canonical quiet NaN
-  u += 0x7fffu + ((u >> 16) & 1u);  // round to nearest even
-  return static_cast<uint16_t>(u >> 16);
+  const uint32_t u = floatBits(f);
+  const uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;  // round to nearest even
+  return static_cast<uint16_t>((u & 0x7fffffffu) > 0x7f800000u ? 0x7fc0u : rounded);  // NaN: canonical quiet NaN
 }
 
 // IEEE fp16 <-> float with integer operations only (vectorisable), exact, round to nearest even.

@@ -8,6 +8,7 @@
 
 #include "reduce/float_formats.h"
 #include "reduce/kernels.h"
+#include "reduce/narrow_simd.h"
 
 namespace conflux::reduce {
 namespace {
@@ -21,18 +22,28 @@ struct PlainTraits {
   static Acc load(Store v) { return v; }
   static Store store(Acc v) { return v; }
 };
+// fp16 and bf16 have kernels with conversion instructions where the instruction set has them
+// (narrow_simd.h); Simd names them.
 struct HalfTraits {
   using Store = uint16_t;
   using Acc = float;
   static Acc load(Store v) { return halfBitsToFloat(v); }
   static Store store(Acc v) { return floatToHalfBits(v); }
+#ifdef CONFLUX_NARROW_SIMD
+  using Simd = HalfSimd;
+#endif
 };
 struct Bf16Traits {
   using Store = uint16_t;
   using Acc = float;
   static Acc load(Store v) { return bf16ToFloat(v); }
   static Store store(Acc v) { return floatToBf16(v); }
+#ifdef CONFLUX_NARROW_SIMD
+  using Simd = Bf16Simd;
+#endif
 };
+template <class Tr>
+concept HasSimd = requires { typename Tr::Simd; };
 template <bool E4M3>
 struct Fp8Traits {
   using Store = uint8_t;
@@ -114,6 +125,9 @@ void reduceBlocked(typename Tr::Store* __restrict dst, const void* const* srcsv,
 template <class Tr, cfxRedOp_t Op>
 void reduceKernel(void* dstv, const void* const* srcs, int nsrc, size_t count, int divisor) {
   auto* dst = static_cast<typename Tr::Store*>(dstv);
+  if constexpr (HasSimd<Tr>) {
+    return reduceNarrowSimd<typename Tr::Simd, Op>(dst, srcs, nsrc, count, divisor, &combine<float, Op>, &divide<float>);
+  }
   switch (nsrc) {
     case 1: return reduceFixed<Tr, Op, 1>(dst, srcs, count, divisor);
     case 2: return reduceFixed<Tr, Op, 2>(dst, srcs, count, divisor);
