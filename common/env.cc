@@ -22,6 +22,7 @@ const std::vector<Variable>& registry() {
       {"CFX_DIRECT_MAX_BYTES", "0", "Largest AllReduce/Reduce (bytes) that uses the direct algorithm; 0: built-in rule."},
       {"CFX_CMA", "auto", "Single-copy AllGather/AlltoAll/Broadcast through process_vm_readv: auto (when the host allows it), 1 or 0."},
       {"CFX_CMA_MIN_BYTES", "131072", "Smallest AllGather/AlltoAll/Broadcast (bytes of output) that uses the single copy."},
+      {"CFX_P2P_CMA_MIN_BYTES", "0", "Smallest Send (bytes) that the receiver copies straight from the sender's buffer (with CFX_CMA); 0: never."},
       {"CFX_UNIQUE_ID", nullptr, "Hex-encoded unique id (set by cfxrun); used by cfxCommInitFromEnv."},
       {"CFX_RANK", nullptr, "This process's rank (set by cfxrun)."},
       {"CFX_NRANKS", nullptr, "Number of ranks (set by cfxrun)."},

@@ -24,8 +24,8 @@ class P2pTest : public ::testing::TestWithParam<int> {};
 
 // Everyone sends to everyone (itself included) 1 MB, far more than a channel holds: without the
 // group every rank would block in its first send.
-TEST_P(P2pTest, GroupedAllPairsExchange) {
-  runRanks(GetParam(), [](Rank& rk) {
+void allPairsExchange(int nranks, const RunOptions& o = {}) {
+  runRanks(nranks, [](Rank& rk) {
     const size_t bytes = (1 << 20) + 3;
     std::vector<std::vector<uint8_t>> out(rk.nranks), in(rk.nranks, std::vector<uint8_t>(bytes));
     CFX_ASSERT_OK(cfxGroupStart());
@@ -36,12 +36,13 @@ TEST_P(P2pTest, GroupedAllPairsExchange) {
     }
     CFX_ASSERT_OK(cfxGroupEnd());
     for (int p = 0; p < rk.nranks; ++p) ASSERT_EQ(in[p], message(p, rk.rank, 0, bytes)) << "from rank " << p;
-  });
+  }, o);
 }
+TEST_P(P2pTest, GroupedAllPairsExchange) { allPairsExchange(GetParam()); }
 
 // Ring shift with several messages of different sizes to the same peer: matched in issue order.
-TEST_P(P2pTest, RingFifoOrder) {
-  runRanks(GetParam(), [](Rank& rk) {
+void ringFifoOrder(int nranks, const RunOptions& o = {}) {
+  runRanks(nranks, [](Rank& rk) {
     const int next = (rk.rank + 1) % rk.nranks, prev = (rk.rank + rk.nranks - 1) % rk.nranks;
     const size_t sizes[] = {1, 333333, 17, 0, 65536};
     std::vector<std::vector<uint8_t>> out, in;
@@ -56,8 +57,9 @@ TEST_P(P2pTest, RingFifoOrder) {
     }
     CFX_ASSERT_OK(cfxGroupEnd());
     for (int m = 0; m < 5; ++m) ASSERT_EQ(in[m], message(prev, rk.rank, m, sizes[m])) << "message " << m;
-  });
+  }, o);
 }
+TEST_P(P2pTest, RingFifoOrder) { ringFifoOrder(GetParam()); }
 
 // A collective and point-to-point operations in one group.
 TEST_P(P2pTest, CollectiveInsideGroup) {
@@ -76,6 +78,36 @@ TEST_P(P2pTest, CollectiveInsideGroup) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Ranks, P2pTest, ::testing::Values(1, 2, 3, 5, 8));
+
+// The same with every Send of 1 byte or more offered for a single copy (the receiver reads the
+// sender's buffer; transport/shm/channel.h): forced, as it is off by default.
+RunOptions singleCopy() {
+  RunOptions o;
+  o.env = {"CFX_CMA=1", "CFX_P2P_CMA_MIN_BYTES=1"};
+  return o;
+}
+class P2pSingleCopyTest : public ::testing::TestWithParam<int> {};
+TEST_P(P2pSingleCopyTest, GroupedAllPairsExchange) { allPairsExchange(GetParam(), singleCopy()); }
+TEST_P(P2pSingleCopyTest, RingFifoOrder) { ringFifoOrder(GetParam(), singleCopy()); }
+INSTANTIATE_TEST_SUITE_P(Ranks, P2pSingleCopyTest, ::testing::Values(2, 3, 5));
+
+TEST(P2pSingleCopy, SizeMismatchIsAnError) {
+  RunOptions o = singleCopy();
+  o.env.push_back("CFX_TIMEOUT=20");
+  runRanks(2, [](Rank& rk) {
+    std::vector<uint8_t> buf(1 << 20);
+    cfxResult_t r = rk.rank == 0 ? cfxSend(buf.data(), 400000, cfxUint8, 1, rk.comm, nullptr)
+                                 : cfxRecv(buf.data(), 800000, cfxUint8, 0, rk.comm, nullptr);
+    if (rk.rank == 1) {
+      EXPECT_EQ(r, cfxInvalidUsage);
+      EXPECT_NE(std::string(cfxGetLastError(rk.comm)).find("rank 0 sent 400000 bytes"), std::string::npos)
+          << cfxGetLastError(rk.comm);
+    } else {
+      // The offer is never read: the sender learns of the failure from the poisoned communicator.
+      EXPECT_EQ(r, cfxRemoteError) << cfxGetErrorString(r);
+    }
+  }, o);
+}
 
 // Blocking send and receive of a large message between two ranks (no group needed).
 TEST(P2p, BlockingPair) {

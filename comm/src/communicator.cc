@@ -276,7 +276,7 @@ std::unique_ptr<Op> Communicator::collective(const CollArgs& a) const {
 }
 
 std::unique_ptr<Op> Communicator::send(const void* buf, size_t bytes, int peer) const {
-  if (!transport_) return makeSend(buf, bytes, peer);
+  if (!transport_) return makeSend(buf, bytes, peer, -1, peer != rank() && tuning_.p2pSingleCopy(bytes));
   return hier::makeHierSend(hier_, buf, bytes, peer);
 }
 

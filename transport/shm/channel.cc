@@ -5,6 +5,7 @@
 #include <string>
 
 #include "common/error.h"
+#include "transport/shm/cma.h"
 
 namespace conflux::shm {
 
@@ -17,6 +18,7 @@ Channel::Channel(std::byte* base, size_t slots, size_t slotBytes)
       slotBytes_(slotBytes) {}
 
 bool Channel::progressSend(Transfer& t) {
+  if (t.singleCopy && !t.complete()) return offerSend(t);
   bool moved = false;
   uint64_t head = ctl_->head.load(std::memory_order_relaxed);
   while (!t.complete()) {
@@ -24,7 +26,7 @@ bool Channel::progressSend(Transfer& t) {
     if (head - tail >= nslots_) break;  // ring full
     std::byte* s = slot(head);
     size_t n = std::min(payloadBytes(), t.bytes - t.done);
-    SlotHeader h{t.bytes, n};
+    SlotHeader h{t.bytes, n, 0};
     std::memcpy(s, &h, sizeof(h));
     std::memcpy(s + kHeaderBytes, t.data + t.done, n);
     t.done += n;
@@ -35,7 +37,23 @@ bool Channel::progressSend(Transfer& t) {
   return moved;
 }
 
-bool Channel::progressRecv(Transfer& t, int srcRank, int dstRank) {
+bool Channel::offerSend(Transfer& t) {
+  if (t.offered != 0) {
+    // The receiver consumes the offer's slot only after its copy: that is the acknowledgement.
+    if (ctl_->tail.load(std::memory_order_acquire) < t.offered) return false;
+    t.done = t.bytes;
+    return true;
+  }
+  uint64_t head = ctl_->head.load(std::memory_order_relaxed);
+  if (head - ctl_->tail.load(std::memory_order_acquire) >= nslots_) return false;  // ring full
+  SlotHeader h{t.bytes, 0, reinterpret_cast<uint64_t>(t.data)};
+  std::memcpy(slot(head), &h, sizeof(h));
+  ctl_->head.store(head + 1, std::memory_order_release);
+  t.offered = head + 1;
+  return true;
+}
+
+bool Channel::progressRecv(Transfer& t, int srcRank, int dstRank, pid_t srcPid) {
   bool moved = false;
   uint64_t tail = ctl_->tail.load(std::memory_order_relaxed);
   while (!t.complete()) {
@@ -44,15 +62,21 @@ bool Channel::progressRecv(Transfer& t, int srcRank, int dstRank) {
     const std::byte* s = slot(tail);
     SlotHeader h;
     std::memcpy(&h, s, sizeof(h));
-    size_t expected = std::min(payloadBytes(), t.bytes - t.done);
-    if (h.messageBytes != t.bytes || h.chunkBytes != expected) {
+    const bool offer = h.chunkBytes == 0;
+    size_t expected = offer ? 0 : std::min(payloadBytes(), t.bytes - t.done);
+    if (h.messageBytes != t.bytes || h.chunkBytes != expected || (offer && t.done != 0)) {
       throw Error(Status::kInvalidUsage, "send/recv size mismatch: rank " + std::to_string(srcRank) + " sent " +
                                              std::to_string(h.messageBytes) + " bytes but rank " +
                                              std::to_string(dstRank) + " posted a receive of " +
                                              std::to_string(t.bytes) + " bytes");
     }
-    std::memcpy(t.data + t.done, s + kHeaderBytes, h.chunkBytes);
-    t.done += h.chunkBytes;
+    if (offer) {
+      cmaRead(srcPid, srcRank, t.data, reinterpret_cast<const void*>(h.address), t.bytes);
+      t.done = t.bytes;
+    } else {
+      std::memcpy(t.data + t.done, s + kHeaderBytes, h.chunkBytes);
+      t.done += h.chunkBytes;
+    }
     ++tail;
     ctl_->tail.store(tail, std::memory_order_release);
     moved = true;

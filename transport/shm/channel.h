@@ -4,11 +4,20 @@
 //
 // Every slot carries the total size of the message it belongs to, so a receive that does not
 // match the send in size is detected instead of silently truncating or over-reading.
+//
+// Single copy (rendezvous): for a large message the sender may publish one slot holding only the
+// address of its buffer; the receiver copies the whole message straight from the sender's memory
+// (cross-memory attach, cma.h) and consumes the slot, which is the sender's acknowledgement. The
+// sender's transfer completes only then, so its buffer is never reused while being read; a send
+// therefore waits for its receive, as NCCL's always do. Each slot says how it was sent, so the
+// receiver needs no setting of its own.
 #pragma once
 
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+
+#include <sys/types.h>
 
 namespace conflux::shm {
 
@@ -32,14 +41,16 @@ class Channel {
     std::byte* data = nullptr;  // source for a send, destination for a receive
     size_t bytes = 0;
     size_t done = 0;            // bytes moved so far
+    bool singleCopy = false;    // sender: offer the buffer for a single copy (set before the first progress)
+    uint64_t offered = 0;       // sender, single copy: 1 + the slot of the offer, once published
     bool complete() const { return done >= bytes; }
   };
 
-  // Sender side. Returns true if any slot was published.
+  // Sender side. Returns true if any slot was published (or a single copy was acknowledged).
   bool progressSend(Transfer& t);
   // Receiver side. Returns true if any slot was consumed. Throws Error(kInvalidUsage) if the
-  // sender's message size differs from t.bytes.
-  bool progressRecv(Transfer& t, int srcRank, int dstRank);
+  // sender's message size differs from t.bytes; a single copy reads from process `srcPid`.
+  bool progressRecv(Transfer& t, int srcRank, int dstRank, pid_t srcPid);
 
   size_t payloadBytes() const { return slotBytes_ - kHeaderBytes; }
 
@@ -47,8 +58,10 @@ class Channel {
   static constexpr size_t kHeaderBytes = 64;
   struct SlotHeader {
     uint64_t messageBytes;
-    uint64_t chunkBytes;
+    uint64_t chunkBytes;  // 0: a single-copy offer
+    uint64_t address;     // the offer: the sender's buffer
   };
+  bool offerSend(Transfer& t);
   std::byte* slot(uint64_t i) const { return slots_ + (i % nslots_) * slotBytes_; }
 
   ChannelControl* ctl_ = nullptr;

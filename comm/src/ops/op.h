@@ -48,8 +48,9 @@ struct Tuning;
 // The operation for `args` on a communicator of `nranks` ranks, with its algorithm chosen by `tuning`.
 std::unique_ptr<Op> makeCollective(const CollArgs& args, const Tuning& tuning, int nranks);
 // Over the shared-memory channel to local rank `peer`; `reportPeer` is its communicator rank
-// when that differs (communicators spanning hosts).
-std::unique_ptr<Op> makeSend(const void* buf, size_t bytes, int peer, int reportPeer = -1);
+// when that differs (communicators spanning hosts). `singleCopy`: the receiver reads the buffer
+// straight from this process (Tuning::p2pSingleCopy).
+std::unique_ptr<Op> makeSend(const void* buf, size_t bytes, int peer, int reportPeer = -1, bool singleCopy = false);
 std::unique_ptr<Op> makeRecv(void* buf, size_t bytes, int peer, int reportPeer = -1);
 
 }  // namespace conflux

@@ -1,4 +1,5 @@
-// Send and Recv over the shared-memory channel of the (sender, receiver) pair.
+// Send and Recv over the shared-memory channel of the (sender, receiver) pair; a large send may
+// offer its buffer for a single copy (transport/shm/channel.h).
 #include "ops/op.h"
 
 namespace conflux {
@@ -7,9 +8,10 @@ namespace {
 
 class SendOp : public Op {
  public:
-  SendOp(const void* buf, size_t bytes, int peer, int reportPeer) : peer_(peer), report_(reportPeer) {
+  SendOp(const void* buf, size_t bytes, int peer, int reportPeer, bool singleCopy) : peer_(peer), report_(reportPeer) {
     t_.data = static_cast<std::byte*>(const_cast<void*>(buf));
     t_.bytes = bytes;
+    t_.singleCopy = singleCopy;
   }
   bool progress(Context& ctx) override {
     if (!ctx.sendChannel(peer_).progressSend(t_)) return false;
@@ -39,7 +41,7 @@ class RecvOp : public Op {
     t_.bytes = bytes;
   }
   bool progress(Context& ctx) override {
-    if (!ctx.recvChannel(peer_).progressRecv(t_, peer_, ctx.rank())) return false;
+    if (!ctx.recvChannel(peer_).progressRecv(t_, report_, ctx.commRank(ctx.rank()), ctx.pid(peer_))) return false;
     ctx.ring(peer_);
     return true;
   }
@@ -60,8 +62,8 @@ class RecvOp : public Op {
 
 }  // namespace
 
-std::unique_ptr<Op> makeSend(const void* buf, size_t bytes, int peer, int reportPeer) {
-  return std::make_unique<SendOp>(buf, bytes, peer, reportPeer < 0 ? peer : reportPeer);
+std::unique_ptr<Op> makeSend(const void* buf, size_t bytes, int peer, int reportPeer, bool singleCopy) {
+  return std::make_unique<SendOp>(buf, bytes, peer, reportPeer < 0 ? peer : reportPeer, singleCopy);
 }
 std::unique_ptr<Op> makeRecv(void* buf, size_t bytes, int peer, int reportPeer) {
   return std::make_unique<RecvOp>(buf, bytes, peer, reportPeer < 0 ? peer : reportPeer);

@@ -12,7 +12,8 @@
 //
 // Every collective whose per-rank input fits a 1 KiB mailbox takes the mailbox path instead
 // (ops/latency.cc), unless CFX_ALGO forces an algorithm. Large AllGather, AlltoAll and Broadcast
-// copy once, straight from the peers' buffers (ops/single_copy.cc), where the host allows it.
+// copy once, straight from the peers' buffers (ops/single_copy.cc), where the host allows it, and
+// so do large Sends (transport/shm/channel.h).
 #pragma once
 
 #include <cstddef>
@@ -33,6 +34,7 @@ struct Tuning {
   size_t directMaxBytes = 0;  // 0: the built-in rule
   bool cma = false;           // single-copy AllGather/AlltoAll/Broadcast allowed (CFX_CMA)
   size_t cmaMinBytes = 0;     // from this many bytes (CFX_CMA_MIN_BYTES)
+  size_t p2pCmaMinBytes = 0;  // Send/Recv single copy from this many bytes, 0: never (CFX_P2P_CMA_MIN_BYTES)
   // NUMA domains of a two-level rsag (ops/two_level.cc), from the topology plan; 0: flat.
   int domains = 0;
   // AllGather and Broadcast stop using it here: beyond, the staged path with streaming stores
@@ -41,6 +43,10 @@ struct Tuning {
 
   // `localRanks` ranks share this host: single copies need every rank on its own CPU.
   static Tuning fromEnv(int localRanks);
+  // Whether a Send of `bytes` to another rank of this host offers its buffer for a single copy.
+  // Off by default: process_vm_readv moved at most ~7 GB/s on the development machine (a VM, where
+  // pinning the pages dominates), below the two-copy ring at every size (perf/RESULTS.md).
+  bool p2pSingleCopy(size_t bytes) const { return cma && p2pCmaMinBytes > 0 && bytes >= p2pCmaMinBytes; }
   // The algorithm for a reducing collective of `bytes` on `nranks` ranks.
   Algo choose(size_t bytes, int nranks) const;
   std::string describe(int nranks) const;
