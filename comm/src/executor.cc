@@ -18,17 +18,35 @@ inline void cpuRelax() {
 #endif
 }
 
+// Per-peer flags of one pass: inline for the usual communicator sizes, no allocation per batch.
+class PeerFlags {
+ public:
+  void resize(size_t n) {
+    n_ = n;
+    if (n > kInline) heap_.resize(n);
+  }
+  void clear() { std::fill(data(), data() + n_, 0); }
+  char& operator[](size_t i) { return data()[i]; }
+
+ private:
+  static constexpr size_t kInline = 64;
+  char* data() { return n_ > kInline ? heap_.data() : inline_; }
+  size_t n_ = 0;
+  char inline_[kInline] = {};
+  std::vector<char> heap_;
+};
+
 class BatchRunner {
  public:
   BatchRunner(Context& ctx, std::span<const std::unique_ptr<Op>> ops) : ctx_(ctx), ops_(ops) {
     // Busy flags are only needed when point-to-point operations are present.
     // Peers are communicator ranks, which may exceed the local ranks of this context.
+    size_t peers = 0;
     for (auto& op : ops_) {
-      if (op->isPointToPoint() && op->peer() >= static_cast<int>(sendBusy_.size())) {
-        sendBusy_.resize(op->peer() + 1);
-        recvBusy_.resize(op->peer() + 1);
-      }
+      if (op->isPointToPoint()) peers = std::max(peers, static_cast<size_t>(op->peer()) + 1);
     }
+    sendBusy_.resize(peers);
+    recvBusy_.resize(peers);
   }
 
   // One pass over the batch. Returns whether anything moved; sets finished_ when all are done.
@@ -36,8 +54,8 @@ class BatchRunner {
     bool moved = false;
     finished_ = true;
     bool collectiveActive = false;
-    std::fill(sendBusy_.begin(), sendBusy_.end(), 0);
-    std::fill(recvBusy_.begin(), recvBusy_.end(), 0);
+    sendBusy_.clear();
+    recvBusy_.clear();
     for (auto& op : ops_) {
       if (op->done()) continue;
       finished_ = false;
@@ -78,8 +96,8 @@ class BatchRunner {
  private:
   Context& ctx_;
   std::span<const std::unique_ptr<Op>> ops_;
-  std::vector<char> sendBusy_;
-  std::vector<char> recvBusy_;
+  PeerFlags sendBusy_;
+  PeerFlags recvBusy_;
   bool finished_ = false;
 };
 
@@ -95,8 +113,9 @@ bool executeBatch(Context& ctx, std::span<const std::unique_ptr<Op>> ops, const 
     if (ops[0]->done()) return true;
   }
   BatchRunner runner(ctx, ops);
-  const auto start = Clock::now();
-  auto lastProgress = start;
+  const auto start = limit ? Clock::now() : Clock::time_point{};
+  // When the batch last moved: read when it first finds nothing to do (no clock read per move).
+  Clock::time_point lastProgress{};
   const int spin = ctx.wait().spin;
   const int sleepMs = static_cast<int>(std::clamp<int64_t>(ctx.wait().livenessPeriod.count(), 1, 100));
   const std::function<std::string()> what = [&] { return runner.pending(); };
@@ -108,10 +127,10 @@ bool executeBatch(Context& ctx, std::span<const std::unique_ptr<Op>> ops, const 
     if (moved) {
       idle = 0;
       slept = false;
-      lastProgress = Clock::now();
-      if (limit && lastProgress - start > limit->busy) return false;
+      if (limit && Clock::now() - start > limit->busy) return false;
       continue;
     }
+    if (idle == 0) lastProgress = Clock::now();
     if (slept || ctx.aborted()) {
       // Checked after a fresh step that found nothing to do, never on stale state.
       ctx.checkAbortAndPoison(what);
@@ -143,7 +162,6 @@ bool executeBatch(Context& ctx, std::span<const std::unique_ptr<Op>> ops, const 
     if (runner.finished()) return true;
     if (moved) {
       idle = 0;
-      lastProgress = Clock::now();
     } else {
       slept = true;
     }

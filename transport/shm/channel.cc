@@ -55,6 +55,7 @@ bool Channel::offerSend(Transfer& t) {
 
 bool Channel::progressRecv(Transfer& t, int srcRank, int dstRank, pid_t srcPid) {
   bool moved = false;
+  t.wakeSender = false;
   uint64_t tail = ctl_->tail.load(std::memory_order_relaxed);
   while (!t.complete()) {
     uint64_t head = ctl_->head.load(std::memory_order_acquire);
@@ -77,6 +78,9 @@ bool Channel::progressRecv(Transfer& t, int srcRank, int dstRank, pid_t srcPid) 
       std::memcpy(t.data + t.done, s + kHeaderBytes, h.chunkBytes);
       t.done += h.chunkBytes;
     }
+    // A sender waits only on a full ring (it saw head - tail == nslots, and head cannot grow
+    // meanwhile) or for the acknowledgement of an offer.
+    if (offer || head - tail >= nslots_) t.wakeSender = true;
     ++tail;
     ctl_->tail.store(tail, std::memory_order_release);
     moved = true;

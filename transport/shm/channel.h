@@ -43,6 +43,8 @@ class Channel {
     size_t done = 0;            // bytes moved so far
     bool singleCopy = false;    // sender: offer the buffer for a single copy (set before the first progress)
     uint64_t offered = 0;       // sender, single copy: 1 + the slot of the offer, once published
+    bool wakeSender = false;    // receiver: the last progress freed a full ring or acknowledged an
+                                // offer, so the sender may be waiting for it (ring its doorbell)
     bool complete() const { return done >= bytes; }
   };
 

@@ -70,6 +70,28 @@ void runBatches(std::vector<CommBatch>& batches, const std::vector<std::unique_p
   first.raise();
 }
 
+// The common case (a thread's Send/Recv pairs on one communicator, no stream): one batch, run on
+// this thread, built without the per-communicator bookkeeping below.
+bool singleBlocking(const std::vector<PendingOp>& ops) {
+  for (const auto& p : ops) {
+    if (p.comm != ops[0].comm || p.stream != nullptr) return false;
+  }
+  return true;
+}
+
+void runSingleBlocking(std::vector<PendingOp>& ops) {
+  CommRef ref(ops[0].comm);
+  Batch batch;
+  batch.ops.reserve(ops.size());
+  for (auto& p : ops) batch.ops.push_back(std::move(p.op));
+  try {
+    ref->engine().runBlocking(std::move(batch)).raise();
+  } catch (const Error& e) {
+    recordError(ops[0].comm, std::string("cfxGroupEnd: ") + e.what());
+    throw;
+  }
+}
+
 }  // namespace
 
 bool inGroup() { return tlsGroup.depth > 0; }
@@ -88,12 +110,18 @@ void groupEnd() {
   GroupState& g = tlsGroup;
   if (g.depth == 0) throw Error(Status::kInvalidUsage, "cfxGroupEnd without a matching cfxGroupStart");
   if (--g.depth > 0) return;
-  std::vector<PendingOp> ops = std::move(g.ops);
+  std::vector<PendingOp> ops;
+  ops.swap(g.ops);
   Outcome error = g.error;
-  g.ops.clear();
   g.error = Outcome{};
   if (!error.ok()) throw Error(error.status, "group not run: " + error.message);
   if (ops.empty()) return;
+  if (singleBlocking(ops)) {
+    runSingleBlocking(ops);
+    ops.clear();
+    if (g.ops.empty()) g.ops.swap(ops);  // keep the capacity for the next group of this thread
+    return;
+  }
 
   std::vector<CommBatch> batches = batchesByComm(ops);
   std::vector<std::unique_ptr<CommRef>> refs;

@@ -42,7 +42,7 @@ class RecvOp : public Op {
   }
   bool progress(Context& ctx) override {
     if (!ctx.recvChannel(peer_).progressRecv(t_, report_, ctx.commRank(ctx.rank()), ctx.pid(peer_))) return false;
-    ctx.ring(peer_);
+    if (t_.wakeSender) ctx.ring(peer_);
     return true;
   }
   bool done() const override { return t_.complete(); }
