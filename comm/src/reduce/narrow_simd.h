@@ -21,8 +21,12 @@ namespace {
 
 struct HalfSimd {
   static __m256 load8(const uint16_t* p) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
-  static __m128i narrow8(__m256 v) { return _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
-  static constexpr int16_t kNaN = 0x7e00;
+  static void store8(uint16_t* p, __m256 v) {
+    __m256i nan = _mm256_castps_si256(_mm256_cmp_ps(v, v, _CMP_UNORD_Q));
+    __m128i nan16 = _mm_packs_epi32(_mm256_castsi256_si128(nan), _mm256_extracti128_si256(nan, 1));
+    __m128i h = _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(p), _mm_blendv_epi8(h, _mm_set1_epi16(0x7e00), nan16));
+  }
   static float load(uint16_t v) { return halfBitsToFloat(v); }
   static uint16_t store(float v) { return floatToHalfBits(v); }
 };
@@ -32,13 +36,18 @@ struct Bf16Simd {
     __m256i w = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
     return _mm256_castsi256_ps(_mm256_slli_epi32(w, 16));
   }
-  static __m128i narrow8(__m256 v) {
+  // Rounded to nearest even in the upper 16 bits of each lane, NaNs made canonical there, then the
+  // upper halves gathered into 8 consecutive uint16 (no 32 -> 16 bit packing).
+  static void store8(uint16_t* p, __m256 v) {
     __m256i u = _mm256_castps_si256(v);
     __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
-    __m256i r = _mm256_srli_epi32(_mm256_add_epi32(_mm256_add_epi32(u, _mm256_set1_epi32(0x7fff)), lsb), 16);
-    return _mm_packus_epi32(_mm256_castsi256_si128(r), _mm256_extracti128_si256(r, 1));  // r < 2^16
+    __m256i r = _mm256_add_epi32(_mm256_add_epi32(u, _mm256_set1_epi32(0x7fff)), lsb);
+    r = _mm256_blendv_epi8(r, _mm256_set1_epi32(0x7fc00000), _mm256_castps_si256(_mm256_cmp_ps(v, v, _CMP_UNORD_Q)));
+    const __m256i upper = _mm256_setr_epi8(2, 3, 6, 7, 10, 11, 14, 15, -1, -1, -1, -1, -1, -1, -1, -1,
+                                           2, 3, 6, 7, 10, 11, 14, 15, -1, -1, -1, -1, -1, -1, -1, -1);
+    r = _mm256_permute4x64_epi64(_mm256_shuffle_epi8(r, upper), 0x08);  // qwords 0 and 2
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(p), _mm256_castsi256_si128(r));
   }
-  static constexpr int16_t kNaN = 0x7fc0;
   static float load(uint16_t v) { return bf16ToFloat(v); }
   static uint16_t store(float v) { return floatToBf16(v); }
 };
@@ -50,14 +59,6 @@ __m256 combine8(__m256 a, __m256 b) {
   if constexpr (Op == cfxMin) return _mm256_min_ps(b, a);  // b < a ? b : a
   if constexpr (Op == cfxSum || Op == cfxAvg) return _mm256_add_ps(a, b);
   return a;
-}
-
-template <class V>
-void store8(uint16_t* p, __m256 v) {
-  __m256i nan = _mm256_castps_si256(_mm256_cmp_ps(v, v, _CMP_UNORD_Q));
-  __m128i nan16 = _mm_packs_epi32(_mm256_castsi256_si128(nan), _mm256_extracti128_si256(nan, 1));
-  __m128i h = _mm_blendv_epi8(V::narrow8(v), _mm_set1_epi16(V::kNaN), nan16);
-  _mm_storeu_si128(reinterpret_cast<__m128i*>(p), h);
 }
 
 // N sources (0: any number, given by nsrc). `combine` and `divide` are the portable kernels'
@@ -76,7 +77,7 @@ void reduceNarrowSimd(uint16_t* __restrict dst, const void* const* srcsv, int ns
     __m256 acc = V::load8(src(0) + i);
     for (int k = 1; k < n; ++k) acc = combine8<Op>(acc, V::load8(src(k) + i));
     if constexpr (Op == cfxAvg) acc = _mm256_div_ps(acc, div);
-    store8<V>(dst + i, acc);
+    V::store8(dst + i, acc);
   }
   for (; i < count; ++i) {
     float acc = V::load(src(0)[i]);
