@@ -2,7 +2,13 @@
 // ordering between stream work and blocking calls.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
 #include <numeric>
+#include <thread>
 #include <vector>
 
 #include "harness.h"
@@ -72,6 +78,31 @@ TEST_P(StreamTest, GroupOnStream) {
     CFX_ASSERT_OK(cfxStreamDestroy(s1));
     CFX_ASSERT_OK(cfxStreamDestroy(s2));
   });
+}
+
+// Enqueueing returns while the peers have not called yet: rank 0 enqueues, and only then lets
+// the others call (through a file). An enqueue that waited for its peers would never return.
+TEST_P(StreamTest, EnqueueReturnsBeforeThePeersCall) {
+  if (GetParam() < 2) GTEST_SKIP() << "needs peers";
+  RunOptions opts;
+  opts.deadlineSeconds = 20;
+  runRanks(GetParam(), [](Rank& rk) {
+    const std::filesystem::path gate = "/tmp/cfx-stream-gate." + std::to_string(getppid());
+    std::vector<int32_t> x(1000, rk.rank + 1), y(1000, 0);
+    cfxStream_t s;
+    CFX_ASSERT_OK(cfxStreamCreate(&s));
+    if (rk.rank == 0) {
+      CFX_ASSERT_OK(cfxAllReduce(x.data(), y.data(), x.size(), cfxInt32, cfxSum, rk.comm, s));
+      std::ofstream(gate) << "open";
+    } else {
+      while (!std::filesystem::exists(gate)) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      CFX_ASSERT_OK(cfxAllReduce(x.data(), y.data(), x.size(), cfxInt32, cfxSum, rk.comm, s));
+    }
+    CFX_ASSERT_OK(cfxStreamSynchronize(s));
+    for (int32_t v : y) ASSERT_EQ(v, rk.nranks * (rk.nranks + 1) / 2);
+    CFX_ASSERT_OK(cfxStreamDestroy(s));
+    if (rk.rank == 0) std::filesystem::remove(gate);  // every peer has called: all passed the gate
+  }, opts);
 }
 
 INSTANTIATE_TEST_SUITE_P(Ranks, StreamTest, ::testing::Values(1, 2, 3, 4, 7));

@@ -148,7 +148,7 @@ bool executeBatch(Context& ctx, std::span<const std::unique_ptr<Op>> ops, const 
       cpuRelax();
       continue;
     }
-    if (idle <= spin + kWaitYields) {
+    if (limit || idle <= spin + kWaitYields) {  // a limited run yields and never sleeps
       sched_yield();
       continue;
     }

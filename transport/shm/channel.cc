@@ -57,6 +57,7 @@ bool Channel::progressRecv(Transfer& t, int srcRank, int dstRank, pid_t srcPid) 
   bool moved = false;
   t.wakeSender = false;
   uint64_t tail = ctl_->tail.load(std::memory_order_relaxed);
+  const uint64_t firstTail = tail;
   while (!t.complete()) {
     uint64_t head = ctl_->head.load(std::memory_order_acquire);
     if (tail == head) break;  // ring empty
@@ -78,12 +79,17 @@ bool Channel::progressRecv(Transfer& t, int srcRank, int dstRank, pid_t srcPid) 
       std::memcpy(t.data + t.done, s + kHeaderBytes, h.chunkBytes);
       t.done += h.chunkBytes;
     }
-    // A sender waits only on a full ring (it saw head - tail == nslots, and head cannot grow
-    // meanwhile) or for the acknowledgement of an offer.
-    if (offer || head - tail >= nslots_) t.wakeSender = true;
+    if (offer) t.wakeSender = true;  // the sender waits for the acknowledgement
     ++tail;
     ctl_->tail.store(tail, std::memory_order_release);
     moved = true;
+  }
+  if (moved && !t.wakeSender) {
+    // A sender also waits on a full ring: it saw head - tail >= nslots for a tail from before these
+    // stores. The fence pairs with the one in the sender's arm() (store head; arm; load tail):
+    // either it sees the new tail, or this load sees the head that filled the ring.
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    if (ctl_->head.load(std::memory_order_relaxed) - firstTail >= nslots_) t.wakeSender = true;
   }
   return moved;
 }
