@@ -136,11 +136,28 @@ void Context::checkDescriptors(const OpDescriptor& mine) const {
   }
 }
 
+void Context::finishOp(uint64_t seq, bool ring) {
+  control(rank_).finished.store(seq, std::memory_order_release);
+  if (ring) ringAll();
+}
+
+bool Context::allFinished(uint64_t seq, std::vector<int>* lagging) const {
+  bool all = true;
+  for (int r = 0; r < size_ && (all || lagging); ++r) {
+    if (control(r).finished.load(std::memory_order_acquire) >= seq) continue;
+    all = false;
+    if (lagging) lagging->push_back(r);
+  }
+  return all;
+}
+
 void Context::ring(int peer) { control(peer).bell.ring(); }
 
 void Context::ringAll() {
+  // One fence for all peers (ring() pays one each).
+  std::atomic_thread_fence(std::memory_order_seq_cst);
   for (int r = 0; r < size_; ++r) {
-    if (r != rank_) control(r).bell.ring();
+    if (r != rank_ && control(r).bell.armed.load(std::memory_order_seq_cst) != 0) control(r).bell.ringAlways();
   }
 }
 

@@ -79,7 +79,11 @@ class Context {
   pid_t pid(int r) const { return pids_[r]; }
 
   // Small-message mailboxes (see shm_layout.h).
-  Mailbox& mailbox(int r, uint64_t seq) const { return control(r).mailbox[seq & 1]; }
+  Mailbox& mailbox(int r, uint64_t seq) const { return control(r).mailbox[seq % kMailboxSlots]; }
+  // This rank finished operation `seq`; `ring`: wake the peers (one may wait to reuse a slot).
+  void finishOp(uint64_t seq, bool ring = true);
+  // Whether every rank finished operation `seq` (0: always); those that did not go to `lagging`.
+  bool allFinished(uint64_t seq, std::vector<int>* lagging = nullptr) const;
 
   shm::Channel& sendChannel(int peer) { return channels_[static_cast<size_t>(rank_) * size_ + peer]; }
   shm::Channel& recvChannel(int peer) { return channels_[static_cast<size_t>(peer) * size_ + rank_]; }

@@ -21,11 +21,21 @@ Outcome Completion::wait() {
 Engine::~Engine() {
   {
     std::unique_lock<std::mutex> lock(mu_);
-    cv_.wait(lock, [&] { return queue_.empty() && !busy_; });
+    ++idleWaiters_;
+    idle_.wait(lock, [&] { return queue_.empty() && !busy_; });
+    --idleWaiters_;
     stop_ = true;
   }
-  cv_.notify_all();
+  work_.notify_all();
   if (thread_.joinable()) thread_.join();
+}
+
+void Engine::notifyLocked() {
+  if (!queue_.empty()) {
+    if (!busy_) work_.notify_one();
+  } else if (!busy_ && idleWaiters_ > 0) {
+    idle_.notify_all();
+  }
 }
 
 Outcome Engine::attempt(std::span<const std::unique_ptr<Op>> ops, const RunLimit* limit, bool& finished) {
@@ -75,7 +85,7 @@ Outcome Engine::runBlocking(Batch batch) {
     Outcome out = execute(batch.ops, batch.streams, true);
     lock.lock();
     busy_ = false;
-    cv_.notify_all();
+    notifyLocked();
     return out;
   }
   lock.unlock();
@@ -94,7 +104,7 @@ Outcome Engine::runBlocking(std::unique_ptr<Op> op) {
     Outcome out = execute(std::span<const std::unique_ptr<Op>>(&op, 1), kNoStreams, true);
     lock.lock();
     busy_ = false;
-    cv_.notify_all();
+    notifyLocked();
     return out;
   }
   lock.unlock();
@@ -139,7 +149,7 @@ void Engine::enqueue(Batch batch, std::shared_ptr<Completion> done) {
     lock.lock();
     queue_.push_back(std::move(item));
     if (!thread_.joinable()) thread_ = std::thread(&Engine::threadMain, this);
-    cv_.notify_all();
+    notifyLocked();
     return;
   }
   // No thread runs this engine's work: run it here. Queued work the progress thread has not
@@ -165,12 +175,14 @@ void Engine::enqueue(Batch batch, std::shared_ptr<Completion> done) {
     for (size_t i = earlier.size(); i > ran; --i) queue_.push_front(std::move(earlier[i - 1]));
     if (!thread_.joinable()) thread_ = std::thread(&Engine::threadMain, this);
   }
-  cv_.notify_all();
+  notifyLocked();
 }
 
 void Engine::drain() {
   std::unique_lock<std::mutex> lock(mu_);
-  cv_.wait(lock, [&] { return queue_.empty() && !busy_; });
+  ++idleWaiters_;
+  idle_.wait(lock, [&] { return queue_.empty() && !busy_; });
+  --idleWaiters_;
 }
 
 Outcome Engine::asyncError() const {
@@ -181,7 +193,7 @@ Outcome Engine::asyncError() const {
 void Engine::threadMain() {
   std::unique_lock<std::mutex> lock(mu_);
   for (;;) {
-    cv_.wait(lock, [&] { return stop_ || (!queue_.empty() && !busy_); });
+    work_.wait(lock, [&] { return stop_ || (!queue_.empty() && !busy_); });
     if (stop_ && queue_.empty()) return;
     Item item = std::move(queue_.front());
     queue_.pop_front();
@@ -191,7 +203,7 @@ void Engine::threadMain() {
     if (item.done) item.done->set(out);
     lock.lock();
     busy_ = false;
-    cv_.notify_all();
+    notifyLocked();
   }
 }
 

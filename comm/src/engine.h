@@ -76,8 +76,15 @@ class Engine {
 
   Context& ctx_;
   std::function<void(const Outcome&)> onFailure_;
+  // Wakes the waiters the state now concerns (called with mu_ held, after busy_ or queue_ changed):
+  // the progress thread when there is queued work, drain() and the destructor when all is done.
+  // Nobody is woken for nothing: on the stream path an idle progress thread costs no wake-up.
+  void notifyLocked();
+
   mutable std::mutex mu_;
-  std::condition_variable cv_;
+  std::condition_variable work_;  // the progress thread waits here
+  std::condition_variable idle_;  // drain() and the destructor wait here
+  int idleWaiters_ = 0;
   struct Item {
     Batch batch;
     std::shared_ptr<Completion> done;

@@ -20,7 +20,7 @@
 namespace conflux {
 
 inline constexpr uint64_t kSegmentMagic = 0x43465853484d3031ull;  // "CFXSHM01"
-inline constexpr uint32_t kSegmentVersion = 3;
+inline constexpr uint32_t kSegmentVersion = 4;
 
 struct OpDescriptor {
   uint64_t seq = 0;
@@ -34,8 +34,10 @@ struct OpDescriptor {
 
 // A small-message mailbox: the data, then the call, then the sequence number that publishes both
 // (the latency path of ops/latency.cc; phased collectives announce their call here too).
-// Double-buffered by sequence parity.
+// kMailboxSlots per rank, used in turn by sequence number: a rank whose operation waits for no one
+// (Broadcast's root, Reduce's other ranks) may run that many operations ahead of a slow reader.
 inline constexpr size_t kMailboxBytes = 1024;
+inline constexpr uint64_t kMailboxSlots = 8;
 struct alignas(64) Mailbox {
   std::atomic<uint64_t> seq{0};
   OpDescriptor call;
@@ -48,7 +50,10 @@ struct alignas(64) RankControl {
   alignas(64) OpDescriptor desc[2];               // current op, double-buffered by sequence parity
   uint64_t cmaAddress[2];                         // the op's buffer for single-copy reads, same parity
   int32_t domain;                                 // two-level reduction: this rank's NUMA domain
-  Mailbox mailbox[2];
+  // The last operation (sequence number) this rank finished; operations finish in order, so this
+  // rank reads nothing of any operation at or below it any more.
+  alignas(64) std::atomic<uint64_t> finished{0};
+  Mailbox mailbox[kMailboxSlots];
 };
 
 struct SegmentHeader {

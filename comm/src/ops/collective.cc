@@ -29,6 +29,12 @@ bool PhasedCollective::progress(Context& ctx) {
       return true;
     }
     desc_.seq = ctx.nextOpSeq();
+    phases_ = 0;
+    moved = true;
+  }
+  if (!published_) {
+    if (!ctx.allFinished(gateSeq())) return moved;
+    published_ = true;
     ctx.publish(desc_);
     // Also announce the call in the mailbox: a rank that took the mailbox path for a call that
     // differs from ours (a count mismatch can put ranks on different paths) sees the mismatch
@@ -53,6 +59,7 @@ bool PhasedCollective::progress(Context& ctx) {
       }
     }
     if (phase_ == phases_) {
+      ctx.finishOp(desc_.seq);
       done_ = true;
       return true;
     }
@@ -64,8 +71,15 @@ bool PhasedCollective::progress(Context& ctx) {
 
 std::string PhasedCollective::describe(const Context& ctx) const {
   static const char* const kNames[] = {"AllReduce", "Reduce", "Broadcast", "AllGather", "ReduceScatter", "AlltoAll"};
-  std::string s = std::string(kNames[static_cast<int>(a_.coll)]) + " (phase " + std::to_string(phase_) + "/" +
-                  std::to_string(phases_) + ")";
+  std::string s = std::string(kNames[static_cast<int>(a_.coll)]);
+  if (phases_ >= 0 && !published_) {
+    std::vector<int> lagging;
+    ctx.allFinished(gateSeq(), &lagging);
+    s += " #" + std::to_string(desc_.seq) + ", waiting for ranks to finish operation #" + std::to_string(gateSeq()) + ":";
+    for (int r : lagging) s += " " + std::to_string(ctx.commRank(r));
+    return s;
+  }
+  s += " (phase " + std::to_string(phase_) + "/" + std::to_string(phases_) + ")";
   if (barrier_ != 0) {
     s += ", ranks not yet arrived:";
     for (int r : ctx.notArrived(barrier_)) s += " " + std::to_string(ctx.commRank(r));
@@ -83,6 +97,10 @@ void PhasedCollective::checkMailboxes(const Context& ctx) const {
 }
 
 void PhasedCollective::waitingOn(const Context& ctx, std::vector<int>& ranks) const {
+  if (phases_ >= 0 && !published_) {
+    ctx.allFinished(gateSeq(), &ranks);
+    return;
+  }
   if (barrier_ == 0) return;
   for (int r : ctx.notArrived(barrier_)) ranks.push_back(r);
 }

@@ -11,7 +11,10 @@
 // collective's first phase only writes halves of the next chunk number.
 //
 // Before the first barrier each rank publishes a descriptor of the call; after it, every rank
-// checks that all ranks called the same collective with the same arguments.
+// checks that all ranks called the same collective with the same arguments. Descriptors (and the
+// single-copy addresses) alternate with the sequence parity, so a collective publishes only once
+// every rank has finished the operation two before it: latency-path operations that wait for no
+// one (ops/latency.cc) let a rank run ahead.
 #pragma once
 
 #include <algorithm>
@@ -60,11 +63,14 @@ class PhasedCollective : public Op {
  private:
   // Fails if a rank announced a different call for this sequence number in its mailbox.
   void checkMailboxes(const Context& ctx) const;
+  // Every rank must have finished this operation before this one publishes (see above).
+  uint64_t gateSeq() const { return desc_.seq > 2 ? desc_.seq - 2 : 0; }
 
   OpDescriptor desc_;
   int phases_ = -1;
   int phase_ = 0;
   uint64_t barrier_ = 0;
+  bool published_ = false;  // the descriptor is out (after the gate above)
   bool checked_ = false;
   bool done_ = false;
 };

@@ -1,14 +1,20 @@
 // Every collective whose per-rank input fits a mailbox (1 KiB): the latency path.
 //
 // Each rank writes its input and a hash of the call into its mailbox, then publishes them with
-// the operation's sequence number (one release store). Every rank polls the others' sequence
-// numbers; the data arrives in the same cache lines as the flag, so there is no separate barrier
-// and no descriptor line to fetch. Once all are there, each rank builds its output from the
+// the operation's sequence number (one release store). A rank polls the sequence numbers of the
+// ranks whose data it needs; the data arrives in the same cache lines as the flag, so there is no
+// separate barrier and no descriptor line to fetch. Then it builds its output from the
 // mailboxes: reductions run over all ranks in rank order, so every rank computes the same bits.
 //
-// Reuse is safe without a trailing barrier: mailboxes alternate with the sequence parity, and a
-// rank can only publish operation i+2 after seeing every peer publish i+1, which each peer does
-// only after it has finished reading operation i.
+// Who waits for whom: AllReduce, AllGather, ReduceScatter and AlltoAll read every rank; Reduce's
+// root reads every rank and the others read no one; Broadcast's other ranks read the root and the
+// root reads no one. A rank that reads no one is done once it has published, as an eager send is
+// in MPI, so a root may run ahead of slow readers.
+//
+// Reuse: each rank has kMailboxSlots mailboxes, used in turn by sequence number. Before writing
+// one, a rank waits until every rank has finished the operation the mailbox last held (each
+// rank's `finished` counter): nobody reads it any more. Mismatched calls are found by every rank
+// that reads the mismatching rank, and by any rank that finds it already published.
 #include <cstring>
 
 #include "ops/latency.h"
@@ -31,25 +37,46 @@ class MailboxOp : public Op {
       done_ = true;
       return true;
     }
-    const int n = ctx.size();
+    const int n = ctx.size(), me = ctx.rank();
     bool moved = false;
     if (seq_ == 0) {
       seq_ = ctx.nextOpSeq();
       call_.seq = seq_;
-      Mailbox& mine = ctx.mailbox(ctx.rank(), seq_);
-      // Broadcast: only the root has input; the others publish just their arrival.
-      if (a_.coll != Coll::kBroadcast || ctx.rank() == a_.root) std::memcpy(mine.data, a_.send, bytes_);
-      mine.call = call_;
-      mine.seq.store(seq_, std::memory_order_release);
-      ctx.ringAll();
       moved = true;
     }
+    if (!published_) {
+      Mailbox& mine = ctx.mailbox(me, seq_);
+      if (!ctx.allFinished(mine.seq.load(std::memory_order_relaxed))) return moved;  // still read
+      // Broadcast: only the root has input; the others publish just their call.
+      if (a_.coll != Coll::kBroadcast || me == a_.root) std::memcpy(mine.data, a_.send, bytes_);
+      mine.call = call_;
+      mine.seq.store(seq_, std::memory_order_release);
+      published_ = true;
+      moved = true;
+      if (readsNoOne(me)) {  // done: one wake-up for the publication and the finish
+        consume(ctx);  // Broadcast's root, out of place: its own copy
+        ctx.finishOp(seq_);
+        done_ = true;
+        return true;
+      }
+      ctx.ringAll();
+    }
     for (; next_ < n; ++next_) {
+      if (!reads(me, next_)) continue;
       const Mailbox& box = ctx.mailbox(next_, seq_);
       if (box.seq.load(std::memory_order_acquire) != seq_) return moved;
-      if (!(box.call == call_)) throwMismatch(ctx.commRank(ctx.rank()), call_, ctx.commRank(next_), box.call);
+      if (!(box.call == call_)) throwMismatch(ctx.commRank(me), call_, ctx.commRank(next_), box.call);
+    }
+    // The ranks not read: their call is checked when it is already there.
+    for (int r = 0; r < n; ++r) {
+      if (reads(me, r)) continue;
+      const Mailbox& box = ctx.mailbox(r, seq_);
+      if (box.seq.load(std::memory_order_acquire) == seq_ && !(box.call == call_)) {
+        throwMismatch(ctx.commRank(me), call_, ctx.commRank(r), box.call);
+      }
     }
     consume(ctx);
+    ctx.finishOp(seq_);
     done_ = true;
     return true;
   }
@@ -58,7 +85,8 @@ class MailboxOp : public Op {
 
   std::string describe(const Context& ctx) const override {
     static const char* const kNames[] = {"AllReduce", "Reduce", "Broadcast", "AllGather", "ReduceScatter", "AlltoAll"};
-    std::string s = std::string(kNames[static_cast<int>(a_.coll)]) + " (latency path), ranks not yet arrived:";
+    std::string s = std::string(kNames[static_cast<int>(a_.coll)]) + " #" + std::to_string(seq_) + " (latency path)";
+    s += published_ ? ", ranks not yet arrived:" : ", waiting for ranks to finish reading its mailbox:";
     std::vector<int> r;
     waitingOn(ctx, r);
     for (int x : r) s += " " + std::to_string(ctx.commRank(x));
@@ -67,13 +95,27 @@ class MailboxOp : public Op {
 
   void waitingOn(const Context& ctx, std::vector<int>& ranks) const override {
     if (seq_ == 0) return;
+    if (!published_) {
+      ctx.allFinished(ctx.mailbox(ctx.rank(), seq_).seq.load(std::memory_order_relaxed), &ranks);
+      return;
+    }
     for (int r = next_; r < ctx.size(); ++r) {
-      if (ctx.mailbox(r, seq_).seq.load(std::memory_order_acquire) != seq_) ranks.push_back(r);
+      if (reads(ctx.rank(), r) && ctx.mailbox(r, seq_).seq.load(std::memory_order_acquire) != seq_) ranks.push_back(r);
     }
   }
 
  private:
-  // Builds this rank's output from every rank's mailbox.
+  bool readsNoOne(int me) const {
+    return (a_.coll == Coll::kBroadcast && me == a_.root) || (a_.coll == Coll::kReduce && me != a_.root);
+  }
+  // Whether rank `me` needs rank r's mailbox.
+  bool reads(int me, int r) const {
+    if (a_.coll == Coll::kBroadcast) return me != a_.root && r == a_.root;
+    if (a_.coll == Coll::kReduce) return me == a_.root;
+    return true;
+  }
+
+  // Builds this rank's output from the mailboxes it reads.
   void consume(Context& ctx) {
     const int n = ctx.size(), me = ctx.rank();
     auto* out = static_cast<std::byte*>(a_.recv);
@@ -113,7 +155,8 @@ class MailboxOp : public Op {
   size_t bytes_;
   OpDescriptor call_;
   uint64_t seq_ = 0;
-  int next_ = 0;  // ranks below this one have published
+  bool published_ = false;
+  int next_ = 0;  // the ranks below this one that it reads have published
   bool done_ = false;
 };
 

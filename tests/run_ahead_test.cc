@@ -1,0 +1,89 @@
+// Latency-path operations that wait for no one: Broadcast's root and Reduce's other ranks return
+// once their mailbox is published, so they run ahead of slow ranks by up to the number of
+// mailboxes, then wait for the slowest reader. Long mixed sequences (rotating roots, symmetric
+// latency-path calls and staged collectives in between, one rank delayed now and then) must give
+// exact values everywhere, whichever rank is late.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <thread>
+#include <vector>
+
+#include "harness.h"
+
+namespace cfxtest {
+namespace {
+
+class RunAheadTest : public ::testing::TestWithParam<int> {};
+
+// The value rank r contributes to element i of step k (small integers: exact in float).
+float value(int k, int r, size_t i) { return static_cast<float>((k * 7 + r * 3 + static_cast<int>(i % 11)) % 64); }
+
+TEST_P(RunAheadTest, MixedSequenceWithALateRank) {
+  runRanks(GetParam(), [](Rank& rk) {
+    const int n = rk.nranks;
+    const int kSteps = 60;
+    const size_t small = 37, large = 300001;  // a latency-path call, and a staged one
+    std::vector<float> in(large), out(large);
+    for (int k = 0; k < kSteps; ++k) {
+      // One rank at a time falls behind for a moment, so the others run ahead of it.
+      if (k % 10 == 0 && rk.rank == (k / 10) % n) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      const int root = k % n;
+      const int kind = k % 5;
+      const size_t count = kind == 4 ? large : small;
+      for (size_t i = 0; i < count; ++i) in[i] = value(k, rk.rank, i);
+      std::fill(out.begin(), out.begin() + count, -1.0f);
+      if (kind == 0 || kind == 1) {  // Broadcast, out of place and in place
+        if (kind == 0) {
+          CFX_ASSERT_OK(cfxBroadcast(in.data(), out.data(), count, cfxFloat32, root, rk.comm, nullptr));
+        } else {
+          if (rk.rank == root) std::copy(in.begin(), in.begin() + count, out.begin());
+          CFX_ASSERT_OK(cfxBroadcast(out.data(), out.data(), count, cfxFloat32, root, rk.comm, nullptr));
+        }
+        for (size_t i = 0; i < count; ++i) ASSERT_EQ(out[i], value(k, root, i)) << "step " << k << " i " << i;
+      } else if (kind == 2) {  // Reduce: only the root's output is defined
+        CFX_ASSERT_OK(cfxReduce(in.data(), out.data(), count, cfxFloat32, cfxSum, root, rk.comm, nullptr));
+        if (rk.rank == root) {
+          for (size_t i = 0; i < count; ++i) {
+            float want = 0;
+            for (int r = 0; r < n; ++r) want += value(k, r, i);
+            ASSERT_EQ(out[i], want) << "step " << k << " i " << i;
+          }
+        }
+      } else {  // AllReduce, latency path (kind 3) and staged (kind 4)
+        CFX_ASSERT_OK(cfxAllReduce(in.data(), out.data(), count, cfxFloat32, cfxMax, rk.comm, nullptr));
+        for (size_t i = 0; i < count; ++i) {
+          float want = 0;
+          for (int r = 0; r < n; ++r) want = std::max(want, value(k, r, i));
+          ASSERT_EQ(out[i], want) << "step " << k << " i " << i;
+        }
+      }
+    }
+  });
+}
+
+// A root that broadcasts many times in a row while the others have not started: it stops when
+// every mailbox is full and goes on as the readers catch up; every reader gets every value. Then
+// the same for Reduce, whose root comes late.
+TEST_P(RunAheadTest, FarAheadOfTheReaders) {
+  runRanks(GetParam(), [](Rank& rk) {
+    const int kCalls = 100;
+    if (rk.rank != 0) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    for (int k = 0; k < kCalls; ++k) {
+      int64_t v = rk.rank == 0 ? 1000 + k : -1;
+      CFX_ASSERT_OK(cfxBroadcast(&v, &v, 1, cfxInt64, 0, rk.comm, nullptr));
+      ASSERT_EQ(v, 1000 + k);
+    }
+    if (rk.rank == 0) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    for (int k = 0; k < kCalls; ++k) {
+      int32_t c = rk.rank + k, sum = -1;
+      CFX_ASSERT_OK(cfxReduce(&c, &sum, 1, cfxInt32, cfxSum, 0, rk.comm, nullptr));
+      if (rk.rank == 0) ASSERT_EQ(sum, rk.nranks * k + rk.nranks * (rk.nranks - 1) / 2) << "call " << k;
+    }
+  });
+}
+
+INSTANTIATE_TEST_SUITE_P(Ranks, RunAheadTest, ::testing::Values(1, 2, 3, 4, 7));
+
+}  // namespace
+}  // namespace cfxtest
