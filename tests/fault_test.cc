@@ -89,6 +89,28 @@ TEST(Faults, StalledRankTimesOut) {
   }, o);
 }
 
+// Work on a stream fails on the communicator's progress thread, not in the call: the reason is
+// still the communicator's last error on every rank (not only the synchronising thread's).
+TEST(Faults, StreamFailureIsTheCommunicatorsLastError) {
+  RunOptions o;
+  o.env = {"CFX_TIMEOUT=1"};
+  runRanks(2, [](Rank& rk) {
+    std::vector<float> a(1 << 20, 1.0f), b(a.size());
+    if (rk.rank == 1) std::this_thread::sleep_for(std::chrono::seconds(3));
+    cfxStream_t s;
+    CFX_ASSERT_OK(cfxStreamCreate(&s));
+    cfxResult_t r = cfxAllReduce(a.data(), b.data(), a.size(), cfxFloat32, cfxSum, rk.comm, s);
+    if (r == cfxSuccess) r = cfxStreamSynchronize(s);
+    EXPECT_TRUE(r == cfxTimeout || r == cfxRemoteError) << cfxGetErrorString(r);
+    std::thread other([&] {
+      std::string msg = cfxGetLastError(rk.comm);  // another thread, through the communicator
+      EXPECT_NE(msg.find("timed out"), std::string::npos) << "rank " << rk.rank << ": '" << msg << "'";
+    });
+    other.join();
+    EXPECT_EQ(cfxStreamDestroy(s), cfxSuccess);
+  }, o);
+}
+
 // cfxCommAbort from another thread makes a blocked operation return cfxAborted promptly; the peer
 // that arrives later learns the communicator was aborted.
 TEST(Faults, AbortFromAnotherThread) {

@@ -128,6 +128,7 @@ Communicator::Communicator(uint64_t hash, int rank, std::vector<pid_t> pids, Hos
   ctx_->setCommRanks(mates);
   tuning_.domains = ctx_->domains();
   engine_ = std::make_unique<Engine>(*ctx_, [this](const Outcome& o) {
+    if (failureSink_) failureSink_(o.message);
     // Across hosts, tell everyone at once: the local ranks through the segment, the remote ones
     // by closing the connections.
     if (!transport_) return;

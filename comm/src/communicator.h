@@ -54,6 +54,10 @@ class Communicator {
 
   // Makes every pending and future operation fail with kAborted (callable from any thread).
   void abort();
+  // Where the failure that leaves this communicator failed is reported, whichever thread meets it
+  // (a stream's work fails on the progress thread): the public handle's last error. Set once,
+  // before the communicator is used.
+  void setFailureSink(std::function<void(const std::string&)> sink) { failureSink_ = std::move(sink); }
 
  private:
   using Exchange = std::function<std::vector<std::string>(const std::string&)>;
@@ -78,6 +82,7 @@ class Communicator {
   std::shared_ptr<const topology::Topology> topo_;
   topology::Plan plan_;
   topology::RankPlan self_;  // this rank's line of the plan made at init (kept through splits)
+  std::function<void(const std::string&)> failureSink_;
   // Destroyed in reverse order: the engine (which runs operations on the transport and the
   // context) first, then the transport (whose thread wakes the context), then the context.
   std::unique_ptr<Context> ctx_;

@@ -19,6 +19,8 @@ void store(char* dst, size_t n, const std::string& msg) { std::snprintf(dst, n, 
 cfxComm_t newHandle(std::unique_ptr<Communicator> impl) {
   auto* h = new cfxComm();
   h->impl = std::move(impl);
+  // A failure met off the calling thread (stream work) is this communicator's last error too.
+  h->impl->setFailureSink([h](const std::string& msg) { recordError(h, msg); });
   neverFreed(h);  // see handle.h
   return h;
 }
