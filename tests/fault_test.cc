@@ -164,6 +164,26 @@ TEST_P(MismatchTest, MismatchedCountsAreDetected) {
   }, o);
 }
 
+// Broadcast's root on the latency path waits for no one: it may return before anyone has seen
+// the mismatch, and then its next call fails with it (the readers that found it poison the
+// communicator as a usage error); the readers fail at once.
+TEST(Mismatch, RootThatWaitsForNoOneLearnsAtItsNextCall) {
+  RunOptions o;
+  o.env = {"CFX_TIMEOUT=20"};
+  runRanks(3, [](Rank& rk) {
+    std::vector<float> a(10, 1.0f), b(10);
+    auto t0 = Clock::now();
+    cfxResult_t r = rk.rank == 0 ? cfxBroadcast(a.data(), b.data(), 10, cfxFloat32, 0, rk.comm, nullptr)
+                                 : cfxAllReduce(a.data(), b.data(), 10, cfxFloat32, cfxSum, rk.comm, nullptr);
+    if (rk.rank == 0 && r == cfxSuccess) r = cfxAllReduce(a.data(), b.data(), 10, cfxFloat32, cfxSum, rk.comm, nullptr);
+    EXPECT_EQ(r, cfxInvalidUsage) << cfxGetErrorString(r);
+    EXPECT_LT(since(t0), 5.0);
+    std::string m = cfxGetLastError(rk.comm);
+    EXPECT_NE(m.find("collective mismatch"), std::string::npos) << m;
+    EXPECT_NE(m.find("Broadcast"), std::string::npos) << m;
+  }, o);
+}
+
 INSTANTIATE_TEST_SUITE_P(Paths, MismatchTest,
                          ::testing::Values(std::make_pair(size_t{10}, size_t{12}), std::make_pair(size_t{200}, size_t{300}),
                                            std::make_pair(size_t{5000}, size_t{6000})));

@@ -129,10 +129,11 @@ Communicator::Communicator(uint64_t hash, int rank, std::vector<pid_t> pids, Hos
   tuning_.domains = ctx_->domains();
   engine_ = std::make_unique<Engine>(*ctx_, [this](const Outcome& o) {
     if (failureSink_) failureSink_(o.message);
-    // Across hosts, tell everyone at once: the local ranks through the segment, the remote ones
-    // by closing the connections.
-    if (!transport_) return;
+    // Tell everyone at once: the local ranks through the segment (a rank whose last calls waited
+    // for no one, such as Broadcast's root, learns of a mismatch found by its readers this way),
+    // the remote ones by closing the connections.
     ctx_->poison(o.status, o.message);
+    if (!transport_) return;
     // The peers attribute the notice to this rank (transport/net/notice.h).
     transport_->shutdown(o.message);
   });

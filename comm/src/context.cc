@@ -189,8 +189,11 @@ void Context::checkAbortAndPoison(const std::function<std::string()>& what) {
   }
   int32_t by = header().poisonedBy.load(std::memory_order_acquire);
   if (by > 0) {
-    throw Error(Status::kRemoteError, "rank " + std::to_string(commRank(by - 1)) + " failed (" +
-                                          std::string(header().poisonMessage) + ") while this rank waited for " + what());
+    // Mismatched calls are every rank's usage error, whichever rank found them.
+    const Status s = header().poisonStatus == static_cast<int32_t>(Status::kInvalidUsage) ? Status::kInvalidUsage
+                                                                                          : Status::kRemoteError;
+    throw Error(s, "rank " + std::to_string(commRank(by - 1)) + " failed (" + std::string(header().poisonMessage) +
+                       ") while this rank waited for " + what());
   }
 }
 
