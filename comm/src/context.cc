@@ -136,9 +136,9 @@ void Context::checkDescriptors(const OpDescriptor& mine) const {
   }
 }
 
-void Context::finishOp(uint64_t seq, bool ring) {
+void Context::finishOp(uint64_t seq) {
   control(rank_).finished.store(seq, std::memory_order_release);
-  if (ring) ringAll();
+  ringAll();
 }
 
 bool Context::allFinished(uint64_t seq, std::vector<int>* lagging) const {

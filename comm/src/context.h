@@ -80,8 +80,8 @@ class Context {
 
   // Small-message mailboxes (see shm_layout.h).
   Mailbox& mailbox(int r, uint64_t seq) const { return control(r).mailbox[seq % kMailboxSlots]; }
-  // This rank finished operation `seq`; `ring`: wake the peers (one may wait to reuse a slot).
-  void finishOp(uint64_t seq, bool ring = true);
+  // This rank finished operation `seq`; wakes the peers (one may wait to reuse a mailbox).
+  void finishOp(uint64_t seq);
   // Whether every rank finished operation `seq` (0: always); those that did not go to `lagging`.
   bool allFinished(uint64_t seq, std::vector<int>* lagging = nullptr) const;
 
