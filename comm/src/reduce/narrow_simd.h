@@ -1,6 +1,7 @@
 // fp16 and bf16 kernels with the CPU's conversion instructions, for the translation units compiled
-// with AVX2 and F16C: eight elements per step are widened (F16C for fp16, a shift for bf16),
-// combined in float in source order, and narrowed once (F16C, or AVX2 integer rounding for bf16).
+// with AVX2 and F16C: elements are widened (F16C for fp16, a shift for bf16),
+// combined in float in source order, and narrowed once (F16C, or AVX2 integer rounding for bf16),
+// sixteen elements per step.
 // The bits are those of the portable kernels (kernels_impl.h): the float operations are the same
 // (max and min keep `a < b ? b : a`), rounding is to nearest even, and every NaN becomes the
 // positive canonical quiet NaN (the hardware alone would keep its sign and payload).
@@ -19,37 +20,55 @@
 namespace conflux::reduce {
 namespace {
 
+// Each type moves 16 elements per step as two vectors of 8 floats. The lanes' order inside the pair
+// is the type's own business: an element-wise reduction only needs store16 to undo load16.
 struct HalfSimd {
-  static __m256 load8(const uint16_t* p) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
+  static void load16(const uint16_t* p, __m256& lo, __m256& hi) {
+    lo = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+    hi = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 8)));
+  }
+  static void store16(uint16_t* p, __m256 lo, __m256 hi) {
+    store8(p, lo);
+    store8(p + 8, hi);
+  }
+  static float load(uint16_t v) { return halfBitsToFloat(v); }
+  static uint16_t store(float v) { return floatToHalfBits(v); }
+
+ private:
   static void store8(uint16_t* p, __m256 v) {
     __m256i nan = _mm256_castps_si256(_mm256_cmp_ps(v, v, _CMP_UNORD_Q));
     __m128i nan16 = _mm_packs_epi32(_mm256_castsi256_si128(nan), _mm256_extracti128_si256(nan, 1));
     __m128i h = _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
     _mm_storeu_si128(reinterpret_cast<__m128i*>(p), _mm_blendv_epi8(h, _mm_set1_epi16(0x7e00), nan16));
   }
-  static float load(uint16_t v) { return halfBitsToFloat(v); }
-  static uint16_t store(float v) { return floatToHalfBits(v); }
 };
 
+// bf16 is the upper half of a float. Interleaving 16 of them with zeros (unpacklo/hi) widens them
+// in two instructions, in the order 0-3 8-11 | 4-7 12-15; packus of the two halves, after rounding
+// and shifting down, restores 0-15 exactly, so no cross-lane permute is needed either way.
 struct Bf16Simd {
-  static __m256 load8(const uint16_t* p) {
-    __m256i w = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
-    return _mm256_castsi256_ps(_mm256_slli_epi32(w, 16));
+  static void load16(const uint16_t* p, __m256& lo, __m256& hi) {
+    __m256i w = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+    lo = _mm256_castsi256_ps(_mm256_unpacklo_epi16(_mm256_setzero_si256(), w));
+    hi = _mm256_castsi256_ps(_mm256_unpackhi_epi16(_mm256_setzero_si256(), w));
   }
-  // Rounded to nearest even in the upper 16 bits of each lane, NaNs made canonical there, then the
-  // upper halves gathered into 8 consecutive uint16 (no 32 -> 16 bit packing).
-  static void store8(uint16_t* p, __m256 v) {
-    __m256i u = _mm256_castps_si256(v);
-    __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
-    __m256i r = _mm256_add_epi32(_mm256_add_epi32(u, _mm256_set1_epi32(0x7fff)), lsb);
-    r = _mm256_blendv_epi8(r, _mm256_set1_epi32(0x7fc00000), _mm256_castps_si256(_mm256_cmp_ps(v, v, _CMP_UNORD_Q)));
-    const __m256i upper = _mm256_setr_epi8(2, 3, 6, 7, 10, 11, 14, 15, -1, -1, -1, -1, -1, -1, -1, -1,
-                                           2, 3, 6, 7, 10, 11, 14, 15, -1, -1, -1, -1, -1, -1, -1, -1);
-    r = _mm256_permute4x64_epi64(_mm256_shuffle_epi8(r, upper), 0x08);  // qwords 0 and 2
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(p), _mm256_castsi256_si128(r));
+  static void store16(uint16_t* p, __m256 lo, __m256 hi) {
+    __m256i r = _mm256_packus_epi32(round(lo), round(hi));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), r);
   }
   static float load(uint16_t v) { return bf16ToFloat(v); }
   static uint16_t store(float v) { return floatToBf16(v); }
+
+ private:
+  // Rounded to nearest even into the upper 16 bits, NaNs made canonical, shifted down (so each
+  // lane holds 0..0xffff and packus never saturates).
+  static __m256i round(__m256 v) {
+    __m256i u = _mm256_castps_si256(v);
+    __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
+    __m256i r = _mm256_add_epi32(u, _mm256_add_epi32(lsb, _mm256_set1_epi32(0x7fff)));
+    r = _mm256_blendv_epi8(r, _mm256_set1_epi32(0x7fc00000), _mm256_castps_si256(_mm256_cmp_ps(v, v, _CMP_UNORD_Q)));
+    return _mm256_srli_epi32(r, 16);
+  }
 };
 
 template <cfxRedOp_t Op>
@@ -73,11 +92,19 @@ void reduceNarrowSimd(uint16_t* __restrict dst, const void* const* srcsv, int ns
   auto src = [&](int k) { return N > 0 ? s[k] : static_cast<const uint16_t*>(srcsv[k]); };
   const __m256 div = _mm256_set1_ps(static_cast<float>(divisor));
   size_t i = 0;
-  for (; i + 8 <= count; i += 8) {
-    __m256 acc = V::load8(src(0) + i);
-    for (int k = 1; k < n; ++k) acc = combine8<Op>(acc, V::load8(src(k) + i));
-    if constexpr (Op == cfxAvg) acc = _mm256_div_ps(acc, div);
-    V::store8(dst + i, acc);
+  for (; i + 16 <= count; i += 16) {
+    __m256 lo, hi, lo2, hi2;
+    V::load16(src(0) + i, lo, hi);
+    for (int k = 1; k < n; ++k) {
+      V::load16(src(k) + i, lo2, hi2);
+      lo = combine8<Op>(lo, lo2);
+      hi = combine8<Op>(hi, hi2);
+    }
+    if constexpr (Op == cfxAvg) {
+      lo = _mm256_div_ps(lo, div);
+      hi = _mm256_div_ps(hi, div);
+    }
+    V::store16(dst + i, lo, hi);
   }
   for (; i < count; ++i) {
     float acc = V::load(src(0)[i]);
