@@ -12,6 +12,7 @@ install(TARGETS ${CFX_INSTALL_TARGETS} EXPORT ConfluxTargets
   PUBLIC_HEADER DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/conflux)
 install(DIRECTORY train/include/conflux/train DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/conflux)
 install(TARGETS cfxrun cfx-topo RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+install(PROGRAMS tools/cfx-doctor DESTINATION ${CMAKE_INSTALL_BINDIR})
 install(EXPORT ConfluxTargets NAMESPACE Conflux:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/Conflux)
 
 configure_package_config_file(cmake/ConfluxConfig.cmake.in ${CMAKE_CURRENT_BINARY_DIR}/ConfluxConfig.cmake

@@ -11,6 +11,9 @@ const std::vector<Variable>& registry() {
   static const std::vector<Variable> kRegistry = {
       {"CFX_DEBUG", "WARN", "Log level: NONE, VERSION, WARN, INFO or TRACE."},
       {"CFX_DEBUG_FILE", nullptr, "Write logs to this file instead of stderr; %h is the host, %p the pid."},
+      {"CFX_DEBUG_DUMP_DIR", nullptr, "Directory where each process writes its communicators' flight records, <hostname>.<pid>.json, when one fails or on SIGUSR1 (read them with tools/cfx-doctor)."},
+      {"CFX_DUMP_SIGNAL", "1", "1: SIGUSR1 dumps every communicator's flight record (log at WARN, and CFX_DEBUG_DUMP_DIR) without stopping anything; installed only where SIGUSR1 has no handler. 0: SIGUSR1 is left alone."},
+      {"CFX_FLIGHT_RECORDER_ENTRIES", "256", "Recent operations each communicator's flight recorder keeps; 0 turns the recorder off."},
       {"CFX_TIMEOUT", "300", "Seconds any wait may go without progress before the operation fails with cfxTimeout."},
       {"CFX_BOOTSTRAP_TIMEOUT", "120", "Seconds the bootstrap waits for all ranks to join."},
       {"CFX_SPIN", "auto", "Polls of a wait before it yields and then sleeps on a futex; auto: 2000 when the local ranks fit on this process's CPUs, else 0 (yield at once)."},

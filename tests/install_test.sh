@@ -35,6 +35,7 @@ for f in "$prefix"/bin/* "$prefix"/lib*/libconflux*.so "$prefix"/lib*/conflux-nc
   if [ -n "$missing" ]; then echo "$f does not find its libraries without LD_LIBRARY_PATH:"; echo "$missing"; exit 1; fi
 done
 quiet env -u LD_LIBRARY_PATH "$prefix/bin/cfxrun" -n 2 -- /bin/true || { echo "installed cfxrun does not run"; exit 1; }
+quiet "$prefix/bin/cfx-doctor" --help || { echo "installed cfx-doctor does not run"; exit 1; }
 
 # The NCCL shim: an NCCL program runs on it by library path alone.
 nccl_dir="$(ls -d "$prefix"/lib*/conflux-nccl)"

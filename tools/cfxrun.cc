@@ -4,6 +4,8 @@
 //
 // Each rank gets CFX_UNIQUE_ID (the bootstrap root runs inside cfxrun), CFX_RANK, CFX_NRANKS,
 // CFX_LOCAL_RANK and CFX_LOCAL_SIZE. Signals (INT, TERM, HUP, QUIT) are forwarded to every rank.
+// SIGUSR1 is forwarded and stops nothing: every rank dumps its flight record (README, "When a job
+// stalls"), so `kill -USR1 <cfxrun pid>` dumps the whole job.
 // When a rank fails, the others get SIGTERM, then SIGKILL after the grace period, and cfxrun exits
 // with the failing rank's status. Ranks die with cfxrun (PR_SET_PDEATHSIG), so none is orphaned.
 #include <poll.h>
@@ -160,7 +162,7 @@ int main(int argc, char** argv) {
   // thread that leaves them unblocked would take a SIGTERM with its default action.
   sigset_t handled, previous;
   sigemptyset(&handled);
-  for (int s : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGCHLD}) sigaddset(&handled, s);
+  for (int s : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGCHLD, SIGUSR1}) sigaddset(&handled, s);
   pthread_sigmask(SIG_BLOCK, &handled, &previous);
 
   cfxUniqueId id;
@@ -250,6 +252,10 @@ int main(int argc, char** argv) {
     while (read(sfd, &si, sizeof(si)) == sizeof(si)) {
       int sig = static_cast<int>(si.ssi_signo);
       if (sig == SIGCHLD) continue;
+      if (sig == SIGUSR1) {
+        signalAll(SIGUSR1);
+        continue;
+      }
       if (stopping) {
         signalAll(SIGKILL);
       } else {

@@ -127,8 +127,18 @@ Communicator::Communicator(uint64_t hash, int rank, std::vector<pid_t> pids, Hos
                                    WaitSettings::fromEnv(opts.timeoutMs, static_cast<int>(mates.size())));
   ctx_->setCommRanks(mates);
   tuning_.domains = ctx_->domains();
+  if (int64_t entries = env::getInt("CFX_FLIGHT_RECORDER_ENTRIES"); entries > 0) {
+    const std::string& id = hosts_.names[host];
+    recorder_ = std::make_unique<flight::Recorder>(
+        flight::Identity{hash_, rank_, hosts_.nranks(), id.substr(0, id.find('/')), host}, static_cast<size_t>(entries));
+    flightRegistration_ = std::make_unique<flight::Registration>(recorder_.get());
+  }
   engine_ = std::make_unique<Engine>(*ctx_, [this](const Outcome& o) {
     if (failureSink_) failureSink_(o.message);
+    if (recorder_) {
+      recorder_->failAll(o.message);
+      flight::dumpOnFailure(*recorder_);
+    }
     // Tell everyone at once: the local ranks through the segment (a rank whose last calls waited
     // for no one, such as Broadcast's root, learns of a mismatch found by its readers this way),
     // the remote ones by closing the connections.
@@ -136,7 +146,7 @@ Communicator::Communicator(uint64_t hash, int rank, std::vector<pid_t> pids, Hos
     if (!transport_) return;
     // The peers attribute the notice to this rank (transport/net/notice.h).
     transport_->shutdown(o.message);
-  });
+  }, recorder_.get());
   hier_.hosts = &hosts_;
   hier_.tuning = &tuning_;
   hier_.rank = rank_;
@@ -272,19 +282,30 @@ std::unique_ptr<Communicator> Communicator::init(const bootstrap::UniqueIdData& 
   return comm;
 }
 
+std::unique_ptr<Op> Communicator::recorded(std::unique_ptr<Op> op, const flight::Call& call) const {
+  if (recorder_) op->flightId = recorder_->add(call);
+  return op;
+}
+
 std::unique_ptr<Op> Communicator::collective(const CollArgs& a) const {
-  if (!transport_) return makeCollective(a, tuning_, size());
-  return hier::makeHierCollective(a, hier_);
+  static const char* const kNames[] = {"AllReduce", "Reduce", "Broadcast", "AllGather", "ReduceScatter", "AlltoAll"};
+  const bool reduces = a.coll == Coll::kAllReduce || a.coll == Coll::kReduce || a.coll == Coll::kReduceScatter;
+  flight::Call call{kNames[static_cast<int>(a.coll)], a.count, static_cast<int>(a.datatype), reduces ? static_cast<int>(a.op) : -1,
+                    a.root};
+  if (!transport_) return recorded(makeCollective(a, tuning_, size()), call);
+  return recorded(hier::makeHierCollective(a, hier_), call);
 }
 
 std::unique_ptr<Op> Communicator::send(const void* buf, size_t bytes, int peer) const {
-  if (!transport_) return makeSend(buf, bytes, peer, -1, peer != rank() && tuning_.p2pSingleCopy(bytes));
-  return hier::makeHierSend(hier_, buf, bytes, peer);
+  flight::Call call{"Send", bytes, -1, -1, peer, true, false};
+  if (!transport_) return recorded(makeSend(buf, bytes, peer, -1, peer != rank() && tuning_.p2pSingleCopy(bytes)), call);
+  return recorded(hier::makeHierSend(hier_, buf, bytes, peer), call);
 }
 
 std::unique_ptr<Op> Communicator::recv(void* buf, size_t bytes, int peer) const {
-  if (!transport_) return makeRecv(buf, bytes, peer);
-  return hier::makeHierRecv(hier_, buf, bytes, peer);
+  flight::Call call{"Recv", bytes, -1, -1, peer, true, true};
+  if (!transport_) return recorded(makeRecv(buf, bytes, peer), call);
+  return recorded(hier::makeHierRecv(hier_, buf, bytes, peer), call);
 }
 
 void Communicator::runInternal(Coll coll, const void* send, void* recv, size_t count, cfxRedOp_t op,

@@ -14,6 +14,8 @@
 #include "bootstrap/unique_id.h"
 #include "context.h"
 #include "engine.h"
+#include "flight/dump.h"
+#include "flight/recorder.h"
 #include "hier/hier_ops.h"
 #include "hosts.h"
 #include "ops/tuning.h"
@@ -71,6 +73,8 @@ class Communicator {
   void runInternal(Coll coll, const void* send, void* recv, size_t count, cfxRedOp_t op,
                    cfxDataType_t type = cfxInt32);
   void logInit(const std::string& binding) const;
+  // Enters `op` in the flight recorder (when it is on).
+  std::unique_ptr<Op> recorded(std::unique_ptr<Op> op, const flight::Call& call) const;
 
   uint64_t hash_;
   int rank_;
@@ -83,6 +87,8 @@ class Communicator {
   topology::Plan plan_;
   topology::RankPlan self_;  // this rank's line of the plan made at init (kept through splits)
   std::function<void(const std::string&)> failureSink_;
+  std::unique_ptr<flight::Recorder> recorder_;  // null when CFX_FLIGHT_RECORDER_ENTRIES=0
+  std::unique_ptr<flight::Registration> flightRegistration_;
   // Destroyed in reverse order: the engine (which runs operations on the transport and the
   // context) first, then the transport (whose thread wakes the context), then the context.
   std::unique_ptr<Context> ctx_;

@@ -41,12 +41,18 @@ void Engine::notifyLocked() {
 Outcome Engine::attempt(std::span<const std::unique_ptr<Op>> ops, const RunLimit* limit, bool& finished) {
   Outcome out;
   finished = true;
+  if (recorder_) {
+    for (const auto& op : ops) recorder_->started(op->flightId);
+  }
   try {
-    finished = executeBatch(ctx_, ops, limit);
+    finished = executeBatch(ctx_, ops, limit, recorder_ ? &observer_ : nullptr);
   } catch (const Error& e) {
     out = Outcome{e.status(), e.what()};
   } catch (const std::exception& e) {
     out = Outcome{Status::kInternalError, e.what()};
+  }
+  if (out.ok() && finished && recorder_) {
+    for (const auto& op : ops) recorder_->finished(op->flightId, true);
   }
   if (!out.ok()) {
     logWarn(out.message);
@@ -61,6 +67,11 @@ Outcome Engine::attempt(std::span<const std::unique_ptr<Op>> ops, const RunLimit
   return out;
 }
 
+void Engine::recordRefused(std::span<const std::unique_ptr<Op>> ops) {
+  if (!recorder_) return;
+  for (const auto& op : ops) recorder_->finished(op->flightId, false);
+}
+
 Outcome Engine::execute(std::span<const std::unique_ptr<Op>> ops, const std::vector<Stream*>& streams,
                         bool checked) {
   Outcome out;
@@ -71,15 +82,21 @@ Outcome Engine::execute(std::span<const std::unique_ptr<Op>> ops, const std::vec
   if (out.ok()) {
     bool finished = false;
     out = attempt(ops, nullptr, finished);
+  } else {
+    recordRefused(ops);
   }
   for (Stream* s : streams) s->completed(out);
   return out;
 }
 
 Outcome Engine::runBlocking(Batch batch) {
+  flight::dumpIfRequested();
   std::unique_lock<std::mutex> lock(mu_);
   if (queue_.empty() && !busy_) {
-    if (!failed_.ok()) return Outcome{failed_.status, "communicator failed earlier: " + failed_.message};
+    if (!failed_.ok()) {
+      recordRefused(batch.ops);
+      return Outcome{failed_.status, "communicator failed earlier: " + failed_.message};
+    }
     busy_ = true;
     lock.unlock();
     Outcome out = execute(batch.ops, batch.streams, true);
@@ -95,9 +112,13 @@ Outcome Engine::runBlocking(Batch batch) {
 }
 
 Outcome Engine::runBlocking(std::unique_ptr<Op> op) {
+  flight::dumpIfRequested();
   std::unique_lock<std::mutex> lock(mu_);
   if (queue_.empty() && !busy_) {
-    if (!failed_.ok()) return Outcome{failed_.status, "communicator failed earlier: " + failed_.message};
+    if (!failed_.ok()) {
+      recordRefused(std::span<const std::unique_ptr<Op>>(&op, 1));
+      return Outcome{failed_.status, "communicator failed earlier: " + failed_.message};
+    }
     busy_ = true;
     lock.unlock();
     static const std::vector<Stream*> kNoStreams;
@@ -120,7 +141,11 @@ bool Engine::runItem(Item& item, const RunLimit* limit) {
     std::lock_guard<std::mutex> lock(mu_);
     if (!failed_.ok()) out = Outcome{failed_.status, "communicator failed earlier: " + failed_.message};
   }
-  if (out.ok()) out = attempt(item.batch.ops, limit, finished);
+  if (out.ok()) {
+    out = attempt(item.batch.ops, limit, finished);
+  } else {
+    recordRefused(item.batch.ops);
+  }
   if (!finished) return false;
   // A batch that finished before its streams counted it concerns them only if it failed.
   for (Stream* s : item.batch.streams) {
@@ -141,6 +166,7 @@ void Engine::countStreams(Item& item) {
 }
 
 void Engine::enqueue(Batch batch, std::shared_ptr<Completion> done) {
+  flight::dumpIfRequested();
   Item item{std::move(batch), std::move(done)};
   std::unique_lock<std::mutex> lock(mu_);
   if (busy_) {

@@ -23,6 +23,8 @@
 
 #include "context.h"
 #include "executor.h"
+#include "flight/dump.h"
+#include "flight/recorder.h"
 #include "ops/op.h"
 #include "outcome.h"
 #include "stream.h"
@@ -50,8 +52,10 @@ class Engine {
  public:
   // `onFailure` (optional) runs once, on the failing thread, when the engine latches a failure
   // (the communicator uses it to close its network connections, so remote peers stop at once).
-  explicit Engine(Context& ctx, std::function<void(const Outcome&)> onFailure = {})
-      : ctx_(ctx), onFailure_(std::move(onFailure)) {}
+  // `recorder` (optional) is told when operations start, wait and end (flight/recorder.h).
+  explicit Engine(Context& ctx, std::function<void(const Outcome&)> onFailure = {},
+                  flight::Recorder* recorder = nullptr)
+      : ctx_(ctx), onFailure_(std::move(onFailure)), recorder_(recorder), observer_(recorder) {}
   ~Engine();
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
@@ -74,8 +78,20 @@ class Engine {
   Outcome attempt(std::span<const std::unique_ptr<Op>> ops, const RunLimit* limit, bool& finished);
   void threadMain();
 
+  // Operations that will not run because the communicator failed earlier.
+  void recordRefused(std::span<const std::unique_ptr<Op>> ops);
+
   Context& ctx_;
   std::function<void(const Outcome&)> onFailure_;
+  flight::Recorder* recorder_;
+  struct Observer final : WaitObserver {
+    explicit Observer(flight::Recorder* r) : rec(r) {}
+    void waiting(const Op& op, const std::vector<int>& ranks, const std::string& what) const override {
+      rec->waiting(op.flightId, ranks, what);
+      flight::dumpIfRequested();
+    }
+    flight::Recorder* rec;
+  } observer_;
   // Wakes the waiters the state now concerns (called with mu_ held, after busy_ or queue_ changed):
   // the progress thread when there is queued work, drain() and the destructor when all is done.
   // Nobody is woken for nothing: on the stream path an idle progress thread costs no wake-up.

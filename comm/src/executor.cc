@@ -83,6 +83,17 @@ class BatchRunner {
     return ranks;
   }
 
+  void report(const WaitObserver& observer) const {
+    std::vector<int> ranks;
+    for (auto& op : ops_) {
+      if (op->done()) continue;
+      ranks.clear();
+      op->waitingOn(ctx_, ranks);
+      for (int& r : ranks) r = ctx_.commRank(r);
+      observer.waiting(*op, ranks, op->describe(ctx_));
+    }
+  }
+
   std::string pending() const {
     std::string s;
     for (auto& op : ops_) {
@@ -103,7 +114,8 @@ class BatchRunner {
 
 }  // namespace
 
-bool executeBatch(Context& ctx, std::span<const std::unique_ptr<Op>> ops, const RunLimit* limit) {
+bool executeBatch(Context& ctx, std::span<const std::unique_ptr<Op>> ops, const RunLimit* limit,
+                  const WaitObserver* observer) {
   using Clock = std::chrono::steady_clock;
   if (ctx.poisoned() || ctx.aborted()) ctx.checkAbortAndPoison([] { return std::string("the start of an operation"); });
   // Latency path: a single operation that completes on its first step needs none of the waiting
@@ -133,6 +145,7 @@ bool executeBatch(Context& ctx, std::span<const std::unique_ptr<Op>> ops, const 
     if (idle == 0) lastProgress = Clock::now();
     if (slept || ctx.aborted()) {
       // Checked after a fresh step that found nothing to do, never on stale state.
+      if (observer) runner.report(*observer);
       ctx.checkAbortAndPoison(what);
       if (int dead = ctx.findDeadPeer(runner.waitedOn()); dead >= 0) {
         // What a dead rank published before exiting is final: one more step sees all of it.

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <memory>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "context.h"
@@ -26,10 +27,22 @@ struct RunLimit {
   std::chrono::microseconds busy;  // time spent while still moving (a large message)
 };
 
+// Told, each time a wait wakes from sleep, what each unfinished operation of the batch waits for
+// (the flight recorder keeps it): `ranks` are communicator ranks, `what` the text a timeout
+// would report.
+class WaitObserver {
+ public:
+  virtual void waiting(const Op& op, const std::vector<int>& ranks, const std::string& what) const = 0;
+
+ protected:
+  ~WaitObserver() = default;
+};
+
 // Throws Error on failure (after poisoning the communicator where peers would otherwise hang).
 // Returns true once every operation is done. With a `limit` it never sleeps: once the limit is
 // reached it returns false, and the operations keep their state for a later call (possibly on
 // another thread).
-bool executeBatch(Context& ctx, std::span<const std::unique_ptr<Op>> ops, const RunLimit* limit = nullptr);
+bool executeBatch(Context& ctx, std::span<const std::unique_ptr<Op>> ops, const RunLimit* limit = nullptr,
+                  const WaitObserver* observer = nullptr);
 
 }  // namespace conflux

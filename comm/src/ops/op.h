@@ -3,6 +3,7 @@
 // operations and decides when to spin, yield or sleep.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -26,6 +27,9 @@ class Op {
   virtual bool isPointToPoint() const { return false; }
   virtual int peer() const { return -1; }
   virtual bool isSend() const { return false; }
+
+  // This operation's id in its communicator's flight recorder (flight/recorder.h); 0: not recorded.
+  uint64_t flightId = 0;
 };
 
 enum class Coll { kAllReduce = 0, kReduce, kBroadcast, kAllGather, kReduceScatter, kAlltoAll };
