@@ -87,6 +87,42 @@ TEST(Args, InvalidArgumentsAreRejected) {
 }
 
 // An argument error inside a group fails the whole group: nothing of it runs.
+// Arguments only the root checks (Broadcast's sendbuff, Reduce's recvbuff): the root alone gets
+// cfxInvalidArgument, and its call never started; the other ranks are already in theirs and wait
+// for it, as in NCCL. When the root repeats the call with valid arguments, every rank completes
+// with the right values: nothing was lost and the communicator was never failed. (Had the root
+// called a different collective instead, every rank would get the mismatch: cfxInvalidUsage.)
+TEST(Args, RootOnlyCheckFailsTheRootAloneAndItsRetryCompletes) {
+  runRanks(3, [](Rank& rk) {
+    for (size_t count : {size_t{7}, size_t{5000}}) {  // the latency path, and a staged one
+      std::vector<int32_t> buf(count + 1), out(count, -1);
+      for (size_t i = 0; i < buf.size(); ++i) buf[i] = static_cast<int32_t>(i * 3 + 1);
+      if (rk.rank == 0) {
+        // sendbuff overlaps recvbuff without being equal to it.
+        EXPECT_EQ(cfxBroadcast(buf.data(), buf.data() + 1, count, cfxInt32, 0, rk.comm, nullptr), cfxInvalidArgument);
+        EXPECT_NE(std::string(cfxGetLastError(rk.comm)).find("overlap"), std::string::npos) << cfxGetLastError(rk.comm);
+        CFX_ASSERT_OK(cfxBroadcast(buf.data(), out.data(), count, cfxInt32, 0, rk.comm, nullptr));
+      } else {
+        CFX_ASSERT_OK(cfxBroadcast(nullptr, out.data(), count, cfxInt32, 0, rk.comm, nullptr));
+      }
+      for (size_t i = 0; i < count; ++i) ASSERT_EQ(out[i], static_cast<int32_t>(i * 3 + 1)) << "count " << count << " at " << i;
+
+      std::vector<int32_t> in(count, rk.rank + 1), sum(count + 1, -1);
+      if (rk.rank == 2) {
+        EXPECT_EQ(cfxReduce(sum.data() + 1, sum.data(), count, cfxInt32, cfxSum, 2, rk.comm, nullptr),
+                  cfxInvalidArgument);
+        CFX_ASSERT_OK(cfxReduce(in.data(), sum.data(), count, cfxInt32, cfxSum, 2, rk.comm, nullptr));
+        for (size_t i = 0; i < count; ++i) ASSERT_EQ(sum[i], 6) << "count " << count << " at " << i;
+      } else {
+        CFX_ASSERT_OK(cfxReduce(in.data(), nullptr, count, cfxInt32, cfxSum, 2, rk.comm, nullptr));
+      }
+      cfxResult_t async = cfxInternalError;
+      CFX_ASSERT_OK(cfxCommGetAsyncError(rk.comm, &async));
+      EXPECT_EQ(async, cfxSuccess);
+    }
+  });
+}
+
 TEST(Args, ErrorInsideGroupCancelsGroup) {
   runRanks(2, [](Rank& rk) {
     int32_t x = 5, y = -1;

@@ -91,8 +91,17 @@ TEST_F(BootstrapTest, GarbageAndWrongSecretAreDroppedAndTheJobStillForms) {
   auto ranks = initThreads(id, {{0, 3}, {1, 3}, {2, 3}});
   for (auto& r : ranks) ASSERT_EQ(r.result, cfxSuccess) << r.error;
 
-  // The root dropped the three bad connections (EOF), without waiting for their payloads.
+  // The root dropped the three bad connections (EOF), without waiting for their payloads. The one
+  // with the wrong secret is first told why, in a refusal that does not reveal the secret.
   for (int i = 0; i < 3; ++i) {
+    if (i == 1) {
+      FrameHeader r{};
+      ASSERT_NO_THROW(attackers[i].recvAll(&r, sizeof(r), Clock::now() + std::chrono::seconds(5)));
+      EXPECT_TRUE(isRefusal(r));
+      std::string why(r.length, '\0');
+      attackers[i].recvAll(why.data(), why.size(), Clock::now() + std::chrono::seconds(5));
+      EXPECT_NE(why.find("wrong secret"), std::string::npos) << why;
+    }
     uint8_t b;
     EXPECT_THROW(attackers[i].recvAll(&b, 1, Clock::now() + std::chrono::seconds(5)), Error) << "attacker " << i;
   }
@@ -108,6 +117,34 @@ TEST_F(BootstrapTest, GarbageAndWrongSecretAreDroppedAndTheJobStillForms) {
   }
   for (auto& t : ts) t.join();
   for (int r = 0; r < 3; ++r) EXPECT_EQ(out[r], 6);
+  destroyAll(ranks);
+}
+
+// A rank started with another job's unique id (a wrong secret) is told so by the root, and the
+// others' timeout names the rank that never joined and counts the refused connection.
+TEST_F(BootstrapTest, WrongSecretIsNamedOnBothSides) {
+  setenv("CFX_BOOTSTRAP_TIMEOUT", "2", 1);
+  cfxUniqueId id;
+  ASSERT_EQ(cfxGetUniqueId(&id), cfxSuccess);
+  UniqueIdData other = UniqueIdData::decode(id);
+  other.secret[0] ^= 0x5a;
+  const cfxUniqueId wrong = other.encode();
+  std::vector<RankResult> ranks(3);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < 3; ++r) {
+    threads.emplace_back([&, r] {
+      ranks[r].result = cfxCommInitRank(&ranks[r].comm, 3, r == 2 ? wrong : id, r);
+      ranks[r].error = cfxGetLastError(nullptr);
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(ranks[2].result, cfxInvalidUsage) << ranks[2].error;
+  EXPECT_NE(ranks[2].error.find("refused rank 2: wrong secret"), std::string::npos) << ranks[2].error;
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_NE(ranks[r].result, cfxSuccess);
+    EXPECT_NE(ranks[r].error.find("never joined: rank 2"), std::string::npos) << ranks[r].error;
+    EXPECT_NE(ranks[r].error.find("refused 1 connection with a wrong secret"), std::string::npos) << ranks[r].error;
+  }
   destroyAll(ranks);
 }
 

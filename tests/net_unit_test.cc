@@ -75,6 +75,20 @@ TEST(HostMap, GroupsByIdentityInRankOrder) {
   EXPECT_TRUE(HostMap::build({"x", "y", "x", "y"}).uniform());
 }
 
+// Hosts that share a hostname (network namespaces of one machine, or machines named alike) are
+// told apart in messages; a hostname of its own is shown alone.
+TEST(HostMap, LabelsTellApartHostsThatShareAHostname) {
+  HostMap ns = HostMap::build({"vm/boot1/net:[401]", "vm/boot1/net:[402]", "db/boot2/net:[401]"});
+  EXPECT_EQ(ns.label(0), "vm net:[401]");
+  EXPECT_EQ(ns.label(1), "vm net:[402]");
+  EXPECT_EQ(ns.label(2), "db");
+  EXPECT_EQ(ns.describe(1), "rank 1 (host 1 'vm net:[402]')");
+  HostMap machines = HostMap::build({"n/0123456789ab/net:[1]", "n/ba9876543210/net:[1]"});
+  EXPECT_EQ(machines.label(0), "n boot 01234567");
+  EXPECT_EQ(machines.label(1), "n boot ba987654");
+  EXPECT_EQ(HostMap::build({"forced-a", "forced-b"}).label(1), "forced-b");
+}
+
 TEST(BootstrapExchange, EncodingIsChecked) {
   std::vector<std::string> blobs = {"10.0.0.1:5000", "", std::string(bootstrap::kMaxExchangeBytes, 'x')};
   auto enc = bootstrap::encodeExchanged(blobs);

@@ -128,9 +128,8 @@ Communicator::Communicator(uint64_t hash, int rank, std::vector<pid_t> pids, Hos
   ctx_->setCommRanks(mates);
   tuning_.domains = ctx_->domains();
   if (int64_t entries = env::getInt("CFX_FLIGHT_RECORDER_ENTRIES"); entries > 0) {
-    const std::string& id = hosts_.names[host];
-    recorder_ = std::make_unique<flight::Recorder>(
-        flight::Identity{hash_, rank_, hosts_.nranks(), id.substr(0, id.find('/')), host}, static_cast<size_t>(entries));
+    recorder_ = std::make_unique<flight::Recorder>(flight::Identity{hash_, rank_, hosts_.nranks(), hosts_.label(host), host},
+                                                   static_cast<size_t>(entries));
     flightRegistration_ = std::make_unique<flight::Registration>(recorder_.get());
   }
   engine_ = std::make_unique<Engine>(*ctx_, [this](const Outcome& o) {

@@ -5,6 +5,7 @@
 #include "common/env.h"
 #include "common/log.h"
 #include "reduce/kernels.h"
+#include "stall.h"
 #include "topology/cpus.h"
 #include "transport/shm/liveness.h"
 
@@ -189,9 +190,14 @@ void Context::checkAbortAndPoison(const std::function<std::string()>& what) {
   }
   int32_t by = header().poisonedBy.load(std::memory_order_acquire);
   if (by > 0) {
-    // Mismatched calls are every rank's usage error, whichever rank found them.
-    const Status s = header().poisonStatus == static_cast<int32_t>(Status::kInvalidUsage) ? Status::kInvalidUsage
-                                                                                          : Status::kRemoteError;
+    // Mismatched calls are every rank's usage error, and a stall every waiting rank's timeout,
+    // whichever rank found them; a timeout's message already names the rank that stalled.
+    const int32_t status = header().poisonStatus;
+    if (status == static_cast<int32_t>(Status::kTimeout)) {
+      throw Error(Status::kTimeout, std::string(header().poisonMessage) + " (CFX_TIMEOUT); this rank (rank " +
+                                        std::to_string(commRank(rank_)) + ") waited for " + what());
+    }
+    const Status s = status == static_cast<int32_t>(Status::kInvalidUsage) ? Status::kInvalidUsage : Status::kRemoteError;
     throw Error(s, "rank " + std::to_string(commRank(by - 1)) + " failed (" + std::string(header().poisonMessage) +
                        ") while this rank waited for " + what());
   }
@@ -213,14 +219,46 @@ void Context::failDeadPeer(int r, const std::function<std::string()>& what) {
   throw Error(Status::kRemoteError, msg + " while this rank waited for " + what());
 }
 
+std::string Context::stallText(const std::vector<int>& waited) const {
+  StallFinding f = findStall(
+      rank_, waited, [this](int r) { return control(r).waitingFor.load(std::memory_order_relaxed) - 1; }, size_);
+  if (f.chain.empty()) return "";
+  auto name = [this](int r) { return "rank " + std::to_string(commRank(r)); };
+  if (f.cycle) {
+    std::string s = "ranks wait for each other: " + name(rank_) + " waits for " + name(f.chain[0]);
+    for (size_t i = 1; i < f.chain.size(); ++i) s += ", which waits for " + name(f.chain[i]);
+    return s + ", which waits for " + name(waitingForOf(f.chain.back())) +
+           " (calls that cannot all complete: Send/Recv in a crossing order, or different operations)";
+  }
+  const int s = f.stalled();
+  std::string how;
+  switch (shm::processState(pids_[s])) {
+    case 'T':
+    case 't': how = "it is stopped (SIGSTOP, or a debugger holds it)"; break;
+    case 0:
+    case 'Z':
+    case 'X': how = "it has exited"; break;
+    default: how = "it is not waiting in Conflux (busy elsewhere, or it has not made the call)"; break;
+  }
+  std::string text = name(s) + " (pid " + std::to_string(pids_[s]) + ") stalled: " + how;
+  if (f.chain.size() > 1) {
+    text += "; " + name(rank_) + " waits for " + name(f.chain[0]);
+    for (size_t i = 1; i < f.chain.size(); ++i) text += ", which waits for " + name(f.chain[i]);
+  }
+  return text;
+}
+
+int Context::waitingForOf(int r) const { return control(r).waitingFor.load(std::memory_order_relaxed) - 1; }
+
 void Context::checkTimeout(std::chrono::steady_clock::time_point lastProgress,
-                           const std::function<std::string()>& what) {
+                           const std::function<std::string()>& what, const std::vector<int>& waited) {
   if (std::chrono::steady_clock::now() - lastProgress <= wait_.timeout) return;
   auto secs = std::chrono::duration_cast<std::chrono::duration<double>>(wait_.timeout).count();
   char buf[32];
   std::snprintf(buf, sizeof(buf), "%.1f", secs);
-  std::string msg = "rank " + std::to_string(commRank(rank_)) + " timed out after " + buf +
-                    " s without progress waiting for " + what();
+  std::string stall = stallText(waited);
+  std::string msg = (stall.empty() ? "rank " : stall + ". Rank ") + std::to_string(commRank(rank_)) + " timed out after " +
+                    buf + " s without progress waiting for " + what();
   poison(Status::kTimeout, msg);
   throw Error(Status::kTimeout, msg + " (CFX_TIMEOUT)");
 }

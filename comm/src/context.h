@@ -99,7 +99,11 @@ class Context {
   // Cheap check at the start of every batch: a failed communicator stays failed, even for a rank
   // that could finish an operation from what its peers staged before they failed.
   bool poisoned() const { return header().poisonedBy.load(std::memory_order_acquire) > 0; }
-  void checkTimeout(std::chrono::steady_clock::time_point lastProgress, const std::function<std::string()>& what);
+  // `waited`: the local ranks the wait is blocked on; the message names the rank that stalled.
+  void checkTimeout(std::chrono::steady_clock::time_point lastProgress, const std::function<std::string()>& what,
+                    const std::vector<int>& waited);
+  // While a wait sleeps: the local rank it waits for first (-1: none, or the wait ended).
+  void publishWaitingFor(int r) { control(rank_).waitingFor.store(r + 1, std::memory_order_relaxed); }
   // The first of `ranks` whose process has exited, or -1 (checked at most every livenessPeriod).
   // A peer that finished its part and exited is no failure, so the caller progresses once more
   // and calls failDeadPeer only if it is still blocked on that rank.
@@ -112,6 +116,9 @@ class Context {
 
  private:
   RankControl& control(int r) const;
+  // The rank that stalled, in words ("" when `waited` names no peer), and the rank r waits for.
+  std::string stallText(const std::vector<int>& waited) const;
+  int waitingForOf(int r) const;
   SegmentHeader& header() const { return *reinterpret_cast<SegmentHeader*>(segment_.data()); }
 
   shm::Segment segment_;

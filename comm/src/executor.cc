@@ -36,6 +36,27 @@ class PeerFlags {
   std::vector<char> heap_;
 };
 
+// This rank's published "waiting for" (Context::publishWaitingFor), set while a wait sleeps and
+// cleared when the batch returns or throws; nothing is written on a wait that never sleeps.
+class WaitNotice {
+ public:
+  explicit WaitNotice(Context& ctx) : ctx_(ctx) {}
+  ~WaitNotice() {
+    if (published_ >= 0) ctx_.publishWaitingFor(-1);
+  }
+  WaitNotice(const WaitNotice&) = delete;
+  WaitNotice& operator=(const WaitNotice&) = delete;
+  void publish(int r) {
+    if (r == published_) return;
+    ctx_.publishWaitingFor(r);
+    published_ = r;
+  }
+
+ private:
+  Context& ctx_;
+  int published_ = -1;
+};
+
 class BatchRunner {
  public:
   BatchRunner(Context& ctx, std::span<const std::unique_ptr<Op>> ops) : ctx_(ctx), ops_(ops) {
@@ -133,6 +154,7 @@ bool executeBatch(Context& ctx, std::span<const std::unique_ptr<Op>> ops, const 
   const std::function<std::string()> what = [&] { return runner.pending(); };
   int idle = 0;
   bool slept = false;
+  WaitNotice waitNotice(ctx);
   for (;;) {
     bool moved = runner.step();
     if (runner.finished()) return true;
@@ -147,13 +169,16 @@ bool executeBatch(Context& ctx, std::span<const std::unique_ptr<Op>> ops, const 
       // Checked after a fresh step that found nothing to do, never on stale state.
       if (observer) runner.report(*observer);
       ctx.checkAbortAndPoison(what);
-      if (int dead = ctx.findDeadPeer(runner.waitedOn()); dead >= 0) {
+      std::vector<int> waited = runner.waitedOn();
+      auto first = std::find_if(waited.begin(), waited.end(), [&](int r) { return r != ctx.rank(); });
+      waitNotice.publish(first == waited.end() ? -1 : *first);
+      if (int dead = ctx.findDeadPeer(waited); dead >= 0) {
         // What a dead rank published before exiting is final: one more step sees all of it.
         if (runner.step() || runner.finished()) continue;
         std::vector<int> still = runner.waitedOn();
         if (std::find(still.begin(), still.end(), dead) != still.end()) ctx.failDeadPeer(dead, what);
       }
-      ctx.checkTimeout(lastProgress, what);
+      ctx.checkTimeout(lastProgress, what, waited);
       slept = false;
     }
     if (limit && idle >= limit->idlePolls) return false;

@@ -22,8 +22,11 @@ struct HostMap {
   bool uniform() const;
   // The rank with local rank `l` on host `h`.
   int rankAt(int h, int l) const { return ranksOn[h][l]; }
-  // "rank 3 (host 1 of 2)" for messages.
+  // "rank 3 (host 1 'node7')" for messages.
   std::string describe(int rank) const;
+  // Host h's name for messages: its hostname, plus its network namespace (or boot id) where another
+  // host of the communicator has the same hostname ("node7 net:[4026532301]").
+  std::string label(int h) const;
 };
 
 }  // namespace conflux

@@ -1,5 +1,5 @@
-// Whether a process on this host is still running. A zombie (exited, not yet reaped) counts as
-// dead: its sockets are closed and it will never make progress.
+// Whether a process on this host is still running, and what it is doing. A zombie (exited, not
+// yet reaped) counts as dead: its sockets are closed and it will never make progress.
 #pragma once
 
 #include <sys/types.h>
@@ -7,5 +7,8 @@
 namespace conflux::shm {
 
 bool processAlive(pid_t pid);
+// The state letter of /proc/<pid>/stat: 'R' running, 'S'/'D' sleeping, 'T' stopped (SIGSTOP),
+// 't' stopped by a tracer, 'Z'/'X' exited; 0 when the process is gone.
+char processState(pid_t pid);
 
 }  // namespace conflux::shm

@@ -14,7 +14,11 @@ Client Client::join(const UniqueIdData& id, int nranks, int rank, std::chrono::m
   Client c;
   c.secret_ = id.secret;
   c.rank_ = rank;
-  c.deadline_ = std::chrono::steady_clock::now() + timeout;
+  // The root enforces CFX_BOOTSTRAP_TIMEOUT and then tells every rank who never joined; a rank
+  // waits a little longer than that, so it hears why rather than timing out on its own.
+  constexpr auto kHearTheRoot = std::chrono::seconds(3);
+  c.deadline_ = std::chrono::steady_clock::now() + timeout + kHearTheRoot;
+  c.root_ = id.root.str();
   c.sock_ = net::connectWithRetry(id.root, c.deadline_);
   Hello h;
   h.libVersion = CFX_VERSION_CODE;
@@ -43,6 +47,12 @@ std::vector<uint8_t> Client::readFrame(MsgType expected) {
     throw Error(e.status(), std::string("bootstrap: ") + e.what());
   }
   std::string bad = validateHeader(h, secret_);
+  if (!bad.empty() && isRefusal(h)) {
+    std::string why(h.length, '\0');
+    if (h.length > 0) sock_.recvAll(why.data(), why.size(), deadline_);
+    throw Error(Status::kInvalidUsage, "bootstrap: the root at " + root_ + " refused rank " + std::to_string(rank_) +
+                                           ": " + why);
+  }
   if (!bad.empty()) throw Error(Status::kRemoteError, "bootstrap root sent an invalid frame: " + bad);
   std::vector<uint8_t> payload(h.length);
   if (h.length > 0) sock_.recvAll(payload.data(), payload.size(), deadline_);

@@ -31,6 +31,7 @@ class Client {
   std::vector<uint8_t> readFrame(MsgType expected);
 
   net::Socket sock_;
+  std::string root_;  // its address, for messages
   Secret secret_{};
   int rank_ = -1;
   std::chrono::steady_clock::time_point deadline_;

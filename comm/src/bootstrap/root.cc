@@ -44,7 +44,8 @@ class RootServer {
     while (!finished()) {
       if (Clock::now() > deadline_) {
         failJob("bootstrap timed out: " + std::to_string(joinedCount()) + " of " +
-                (nranks_ > 0 ? std::to_string(nranks_) : std::string("?")) + " ranks joined (CFX_BOOTSTRAP_TIMEOUT)");
+                (nranks_ > 0 ? std::to_string(nranks_) : std::string("?")) + " ranks joined" + missingText() +
+                " (CFX_BOOTSTRAP_TIMEOUT)");
         return;
       }
       std::vector<pollfd> fds{{listen_.fd(), POLLIN, 0}};
@@ -80,6 +81,49 @@ class RootServer {
       c->handshakeDeadline = Clock::now() + kHandshakeTimeout;
       conns_.push_back(std::move(c));
     }
+  }
+
+  // A peer with another job's secret: it is told why, and the job's timeout message counts it.
+  void refuse(Conn& c) {
+    std::string from = "a peer";
+    sockaddr_storage ss{};
+    socklen_t len = sizeof(ss);
+    if (getpeername(c.sock.fd(), reinterpret_cast<sockaddr*>(&ss), &len) == 0) {
+      net::SockAddr a;
+      a.storage = ss;
+      a.len = len;
+      from = a.str();
+    }
+    refused_.push_back(from);
+    logWarn("bootstrap root: refused " + from + ": wrong secret");
+    auto f = refusalFrame("wrong secret: its unique id (CFX_UNIQUE_ID, or CFX_SECRET) is not this job's");
+    try {
+      c.sock.sendAll(f.data(), f.size(), Clock::now() + std::chrono::seconds(1));
+    } catch (const Error&) {
+      // It will see the connection close instead.
+    }
+    c.sock.close();
+    c.closed = true;
+  }
+
+  // For the timeout message: who never joined, and who was refused.
+  std::string missingText() const {
+    std::string s;
+    if (nranks_ > 0) {
+      std::string missing;
+      int count = 0;
+      for (int r = 0; r < nranks_; ++r) {
+        if (byRank_.count(r) != 0) continue;
+        if (++count <= 16) missing += (missing.empty() ? "" : ", ") + std::to_string(r);
+      }
+      if (count > 16) missing += ", ...";
+      if (count > 0) s += "; never joined: rank" + std::string(count > 1 ? "s " : " ") + missing;
+    }
+    if (!refused_.empty()) {
+      s += "; refused " + std::to_string(refused_.size()) + " connection" + (refused_.size() > 1 ? "s" : "") +
+           " with a wrong secret (first from " + refused_.front() + ")";
+    }
+    return s;
   }
 
   void drop(Conn& c, const std::string& why) {
@@ -122,7 +166,11 @@ class RootServer {
         if (!expected) bad = "unexpected message type " + std::to_string(h.type);
       }
       if (!bad.empty()) {
-        drop(c, bad);
+        if (c.rank < 0 && h.magic == kFrameMagic && h.version == kProtocolVersion && !secretsEqual(secret_, h.secret)) {
+          refuse(c);
+        } else {
+          drop(c, bad);
+        }
         return false;
       }
       if (c.in.size() < sizeof(h) + h.length) return true;
@@ -280,6 +328,7 @@ class RootServer {
   int firstRank_ = -1;
   bool formed_ = false;
   std::string jobError_;
+  std::vector<std::string> refused_;  // addresses of peers refused for a wrong secret
   int informed_ = 0;
   uint64_t released_ = 0;
   uint64_t exchanged_ = 0;

@@ -110,6 +110,22 @@ std::vector<uint8_t> frame(MsgType type, const Secret& secret, const std::vector
   return out;
 }
 
+std::vector<uint8_t> refusalFrame(const std::string& why) {
+  std::string m = why.substr(0, kMaxMessageBytes);
+  return frame(MsgType::kError, Secret{}, std::vector<uint8_t>(m.begin(), m.end()));
+}
+
+bool isRefusal(const FrameHeader& h) {
+  if (h.magic != kFrameMagic || h.version != kProtocolVersion || h.type != static_cast<uint16_t>(MsgType::kError)) {
+    return false;
+  }
+  if (h.length > kMaxMessageBytes) return false;
+  for (uint8_t b : h.secret) {
+    if (b != 0) return false;
+  }
+  return true;
+}
+
 std::vector<uint8_t> encodeHello(const Hello& h) {
   Writer w;
   w.u32(h.libVersion);

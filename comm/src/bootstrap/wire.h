@@ -45,6 +45,10 @@ size_t maxPayload(MsgType type);
 // Checks magic, version, secret, type and length. Returns an empty string if valid, else why not.
 std::string validateHeader(const FrameHeader& h, const Secret& secret);
 std::vector<uint8_t> frame(MsgType type, const Secret& secret, const std::vector<uint8_t>& payload);
+// The root's answer to a peer that did not show the job's secret: an error frame whose secret is
+// all zeros (the job's secret is not revealed to it), so the peer can say why it was refused.
+std::vector<uint8_t> refusalFrame(const std::string& why);
+bool isRefusal(const FrameHeader& h);
 
 struct Hello {
   uint32_t libVersion = 0;

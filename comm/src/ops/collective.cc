@@ -79,6 +79,7 @@ std::string PhasedCollective::describe(const Context& ctx) const {
     for (int r : lagging) s += " " + std::to_string(ctx.commRank(r));
     return s;
   }
+  if (phases_ < 0) return s + " (not started: an earlier step of this call is still running)";
   s += " (phase " + std::to_string(phase_) + "/" + std::to_string(phases_) + ")";
   if (barrier_ != 0) {
     s += ", ranks not yet arrived:";

@@ -1,0 +1,48 @@
+// Who stalled (comm/src/stall.h): following each waiting rank's published "waiting for" from the
+// ranks a timed-out wait is blocked on.
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "stall.h"
+
+namespace conflux {
+namespace {
+
+// waits[r]: the rank r waits for, or -1.
+StallFinding find(int me, std::vector<int> waited, std::vector<int> waits) {
+  return findStall(me, waited, [&](int r) { return waits[r]; }, static_cast<int>(waits.size()));
+}
+
+TEST(Stall, TheRankWaitedForIsTheOneWhenItWaitsForNoOne) {
+  StallFinding f = find(0, {2}, {1, -1, -1});
+  EXPECT_EQ(f.stalled(), 2);
+  EXPECT_FALSE(f.cycle);
+}
+
+// A Send/Recv ring 0 -> 1 -> 2 -> 3 -> 0 with rank 2 stopped: rank 0 waits for its neighbour 1,
+// which waits for 2, which waits for no one.
+TEST(Stall, FollowsTheChainPastHealthyNeighbours) {
+  StallFinding f = find(0, {1}, {1, 2, -1, 2});
+  EXPECT_EQ(f.stalled(), 2);
+  EXPECT_EQ(f.chain, (std::vector<int>{1, 2}));
+  EXPECT_EQ(find(3, {0}, {1, 2, -1, 0}).stalled(), 2);
+}
+
+TEST(Stall, ItselfAndOutOfRangeRanksAreSkipped) {
+  EXPECT_EQ(find(1, {1, 7, -1, 3}, {-1, -1, -1, -1}).stalled(), 3);
+  EXPECT_EQ(find(1, {1}, {-1, -1}).stalled(), -1);
+  EXPECT_TRUE(find(1, {}, {-1, -1}).chain.empty());
+}
+
+TEST(Stall, ACycleIsNoSingleStalledRank) {
+  StallFinding back = find(0, {1}, {1, 2, 0});  // 0 -> 1 -> 2 -> 0
+  EXPECT_TRUE(back.cycle);
+  EXPECT_EQ(back.stalled(), -1);
+  StallFinding loop = find(0, {1}, {-1, 2, 1});  // 1 <-> 2, not through 0
+  EXPECT_TRUE(loop.cycle);
+  EXPECT_EQ(loop.chain, (std::vector<int>{1, 2}));
+}
+
+}  // namespace
+}  // namespace conflux
