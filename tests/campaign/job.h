@@ -1,0 +1,50 @@
+// One job of the fault campaign, derived from its seed alone, so the driver and every rank agree
+// on it without talking, and a failing seed reproduces the job exactly.
+//
+// A job is 1-4 ranks on this host running a loop of random steps (collective, count, datatype,
+// op, root, on a stream or not, inside a group or not) with at most one fault: a rank killed,
+// stopped, calling a different count, exiting without destroying its communicator, or aborting
+// it from another thread, at a random step; or shared memory too small for the job at init (a
+// 1 MiB tmpfs as CFX_SHM_DIR, which needs root: without it that job runs clean).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace cfxcampaign {
+
+enum class Fault { kNone, kKill, kStop, kMismatch, kExit, kAbort, kShmFull };
+const char* faultName(Fault f);
+
+enum class Coll { kAllReduce, kReduce, kBroadcast, kAllGather, kReduceScatter, kAlltoAll, kSendRecv };
+const char* collName(Coll c);
+
+struct Step {
+  Coll coll;
+  size_t count;   // per rank where the collective has per-rank blocks
+  int dtype;      // cfxDataType_t: int32, int64, float32 or float64
+  int op;         // cfxRedOp_t: sum, max or min
+  int root;
+  bool stream;
+  bool group;
+};
+
+struct Job {
+  uint64_t seed;
+  int nranks;
+  int steps;
+  Fault fault = Fault::kNone;
+  int faultRank = -1;
+  int faultStep = -1;
+
+  static Job fromSeed(uint64_t seed);
+  // The same step on every rank (the mismatching rank changes its count itself).
+  Step step(int i) const;
+  std::string describe() const;
+};
+
+// Input element `i` of rank `r` at step `s`: a small integer, exact in every datatype used, and
+// small enough that sums over 4 ranks stay exact.
+inline int64_t inputValue(int s, int r, size_t i) { return static_cast<int64_t>((r * 7 + i * 3 + s * 5) % 13) - 6; }
+
+}  // namespace cfxcampaign

@@ -1,0 +1,234 @@
+// One rank of a campaign job (tests/campaign/job.h): runs the job's steps, checks every result
+// exactly, injects the job's fault when it is the faulty rank, and writes one line to
+// <outdir>/rank<R>: "ok <wrong results>" or "error <code> <ms the failing call took> <message>".
+//
+//   campaign_worker SEED OUTDIR      (CFX_UNIQUE_ID, CFX_RANK and CFX_NRANKS from the driver)
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "campaign/job.h"
+#include "conflux/conflux.h"
+
+namespace cfxcampaign {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+int64_t combine(int op, int64_t a, int64_t b) {
+  if (op == cfxMax) return a < b ? b : a;
+  if (op == cfxMin) return b < a ? b : a;
+  return a + b;
+}
+
+struct Buffers {
+  std::vector<int64_t> in;        // this rank's input, as integers
+  std::vector<int64_t> expected;  // what its output must hold (empty: no output to check)
+  size_t inCount = 0, outCount = 0;
+};
+
+// Inputs and expected outputs of step `s` for rank `me` (count: per-rank count of this rank's call).
+Buffers plan(const Job& job, int s, const Step& st, int me, size_t count) {
+  const int n = job.nranks;
+  Buffers b;
+  auto reduced = [&](size_t j) {
+    int64_t acc = inputValue(s, 0, j);
+    for (int r = 1; r < n; ++r) acc = combine(st.op, acc, inputValue(s, r, j));
+    return acc;
+  };
+  const size_t blocks = (st.coll == Coll::kReduceScatter || st.coll == Coll::kAlltoAll) ? n : 1;
+  b.inCount = count * blocks;
+  for (size_t i = 0; i < b.inCount; ++i) b.in.push_back(inputValue(s, me, i));
+  switch (st.coll) {
+    case Coll::kAllReduce:
+      for (size_t i = 0; i < count; ++i) b.expected.push_back(reduced(i));
+      b.outCount = count;
+      break;
+    case Coll::kReduce:
+      b.outCount = count;
+      if (me == st.root) {
+        for (size_t i = 0; i < count; ++i) b.expected.push_back(reduced(i));
+      }
+      break;
+    case Coll::kBroadcast:
+      for (size_t i = 0; i < count; ++i) b.expected.push_back(inputValue(s, st.root, i));
+      b.outCount = count;
+      break;
+    case Coll::kAllGather:
+      for (int r = 0; r < n; ++r) {
+        for (size_t i = 0; i < count; ++i) b.expected.push_back(inputValue(s, r, i));
+      }
+      b.outCount = count * n;
+      break;
+    case Coll::kReduceScatter:
+      for (size_t i = 0; i < count; ++i) b.expected.push_back(reduced(me * count + i));
+      b.outCount = count;
+      break;
+    case Coll::kAlltoAll:
+      for (int r = 0; r < n; ++r) {
+        for (size_t i = 0; i < count; ++i) b.expected.push_back(inputValue(s, r, me * count + i));
+      }
+      b.outCount = count * n;
+      break;
+    case Coll::kSendRecv:
+      for (size_t i = 0; i < count; ++i) b.expected.push_back(inputValue(s, (me + n - 1) % n, i));
+      b.outCount = count;
+      break;
+  }
+  return b;
+}
+
+size_t typeSize(int dtype) { return dtype == cfxInt32 || dtype == cfxFloat32 ? 4 : 8; }
+
+void store(int dtype, void* p, size_t i, int64_t v) {
+  switch (dtype) {
+    case cfxInt32: static_cast<int32_t*>(p)[i] = static_cast<int32_t>(v); break;
+    case cfxInt64: static_cast<int64_t*>(p)[i] = v; break;
+    case cfxFloat32: static_cast<float*>(p)[i] = static_cast<float>(v); break;
+    default: static_cast<double*>(p)[i] = static_cast<double>(v); break;
+  }
+}
+
+bool equals(int dtype, const void* p, size_t i, int64_t v) {
+  switch (dtype) {
+    case cfxInt32: return static_cast<const int32_t*>(p)[i] == v;
+    case cfxInt64: return static_cast<const int64_t*>(p)[i] == v;
+    case cfxFloat32: return static_cast<const float*>(p)[i] == static_cast<float>(v);
+    default: return static_cast<const double*>(p)[i] == static_cast<double>(v);
+  }
+}
+
+// Issues step `s`'s call(s); returns the first error.
+cfxResult_t issue(const Job& job, const Step& st, int me, size_t count, const void* in, void* out, cfxComm_t comm,
+                  cfxStream_t stream) {
+  const int n = job.nranks;
+  const auto t = static_cast<cfxDataType_t>(st.dtype);
+  const auto op = static_cast<cfxRedOp_t>(st.op);
+  cfxStream_t s = st.stream ? stream : nullptr;
+  cfxResult_t r = cfxSuccess;
+  if (st.group) r = cfxGroupStart();
+  if (r != cfxSuccess) return r;
+  switch (st.coll) {
+    case Coll::kAllReduce: r = cfxAllReduce(in, out, count, t, op, comm, s); break;
+    case Coll::kReduce: r = cfxReduce(in, out, count, t, op, st.root, comm, s); break;
+    case Coll::kBroadcast: r = cfxBroadcast(in, out, count, t, st.root, comm, s); break;
+    case Coll::kAllGather: r = cfxAllGather(in, out, count, t, comm, s); break;
+    case Coll::kReduceScatter: r = cfxReduceScatter(in, out, count, t, op, comm, s); break;
+    case Coll::kAlltoAll: r = cfxAlltoAll(in, out, count, t, comm, s); break;
+    case Coll::kSendRecv:
+      r = cfxSend(in, count, t, (me + 1) % n, comm, s);
+      if (r == cfxSuccess) r = cfxRecv(out, count, t, (me + n - 1) % n, comm, s);
+      break;
+  }
+  if (st.group) {
+    cfxResult_t g = cfxGroupEnd();
+    if (r == cfxSuccess) r = g;
+  }
+  if (r == cfxSuccess && s != nullptr) r = cfxStreamSynchronize(s);
+  return r;
+}
+
+int run(uint64_t seed, const std::string& outdir) {
+  const Job job = Job::fromSeed(seed);
+  const int me = std::atoi(std::getenv("CFX_RANK"));
+  const std::string outPath = outdir + "/rank" + std::to_string(me);
+  auto report = [&](const std::string& line) {
+    if (FILE* f = std::fopen(outPath.c_str(), "w")) {
+      std::fprintf(f, "%s\n", line.c_str());
+      std::fclose(f);
+    }
+  };
+  cfxComm_t comm = nullptr;
+  if (cfxCommInitFromEnv(&comm) != cfxSuccess) {
+    report("error 0 0 init: " + std::string(cfxGetLastError(nullptr)));
+    return 0;
+  }
+  cfxStream_t stream = nullptr;
+  cfxStreamCreate(&stream);
+  const bool faulty = me == job.faultRank;
+  long wrong = 0;
+  bool aborted = false;
+  for (int s = 0; s <= job.steps; ++s) {
+    // The last step is a check every rank makes: a mismatch or failure nobody waited for earlier
+    // (Broadcast's root waits for no one) shows here.
+    const bool last = s == job.steps;
+    Step st = last ? Step{Coll::kAllReduce, 2, cfxInt64, cfxMax, 0, false, false} : job.step(s);
+    size_t count = st.count;
+    std::thread side;
+    if (faulty && s == job.faultStep) {
+      switch (job.fault) {
+        case Fault::kKill:
+          side = std::thread([&] {
+            std::this_thread::sleep_for(std::chrono::microseconds(seed % 3000));
+            raise(SIGKILL);
+          });
+          break;
+        case Fault::kStop: {
+          const pid_t self = getpid();
+          const unsigned wake = static_cast<unsigned>(std::atoi(std::getenv("CFX_TIMEOUT"))) + 2;
+          if (fork() == 0) {  // continues it once the others have timed out
+            sleep(wake);
+            kill(self, SIGCONT);
+            _exit(0);
+          }
+          raise(SIGSTOP);
+          break;
+        }
+        case Fault::kMismatch: count += 3; break;  // 3 is no count a step uses
+        case Fault::kExit: _exit(0);
+        case Fault::kAbort:
+          aborted = true;
+          side = std::thread([comm, seed] {
+            std::this_thread::sleep_for(std::chrono::microseconds(seed % 3000));
+            cfxCommAbort(comm);
+          });
+          break;
+        case Fault::kNone:
+        case Fault::kShmFull: break;
+      }
+    }
+    Buffers b = plan(job, s, st, me, count);
+    const size_t es = typeSize(st.dtype);
+    std::vector<unsigned char> in(std::max<size_t>(b.inCount, 1) * es), out(std::max<size_t>(b.outCount, 1) * es, 0xab);
+    for (size_t i = 0; i < b.inCount; ++i) store(st.dtype, in.data(), i, b.in[i]);
+    const auto t0 = Clock::now();
+    cfxResult_t r = aborted && !side.joinable() ? cfxInvalidArgument
+                                                : issue(job, st, me, count, in.data(), out.data(), comm, stream);
+    const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t0).count();
+    if (side.joinable()) side.join();
+    if (r != cfxSuccess) {
+      std::string msg = aborted ? "aborted" : cfxGetLastError(comm);
+      for (char& c : msg) c = c == '\n' ? ' ' : c;
+      report("error " + std::to_string(r) + " " + std::to_string(ms) + " step " + std::to_string(s) + " " +
+             collName(st.coll) + ": " + msg);
+      if (!aborted) cfxCommDestroy(comm);
+      return 0;
+    }
+    if (aborted) {  // the abort came after the call had finished: the handle is gone all the same
+      report("error " + std::to_string(cfxAborted) + " 0 step " + std::to_string(s) + ": aborted after the call");
+      return 0;
+    }
+    for (size_t i = 0; i < b.expected.size(); ++i) wrong += !equals(st.dtype, out.data(), i, b.expected[i]);
+  }
+  cfxStreamDestroy(stream);
+  cfxCommDestroy(comm);
+  report("ok " + std::to_string(wrong));
+  return 0;
+}
+
+}  // namespace
+}  // namespace cfxcampaign
+
+int main(int argc, char** argv) {
+  if (argc != 3) {
+    std::fprintf(stderr, "usage: campaign_worker SEED OUTDIR\n");
+    return 2;
+  }
+  return cfxcampaign::run(std::strtoull(argv[1], nullptr, 10), argv[2]);
+}
