@@ -51,7 +51,7 @@ struct Options {
 
 struct Totals {
   int runs = 0, passed = 0, hangs = 0, wrong = 0, noError = 0, unnamed = 0, slow = 0, leftovers = 0, outlived = 0,
-      crashed = 0;
+      crashed = 0;  // crashed: a rank killed by a signal it was not meant to get, or exiting non-zero
   long worstMs = 0;
   std::string worstJob;
   std::map<std::string, int> byFault;
@@ -142,9 +142,20 @@ void printStacks(pid_t pid, int rank) {
   }
 }
 
-// Reaps orphans that were reparented to us (we are a subreaper), such as the SIGSTOP helper.
-void reapOrphans() {
-  while (waitpid(-1, nullptr, WNOHANG) > 0) {
+// Reaps whatever has exited: the job's ranks (their status is kept) and orphans reparented to us
+// (we are a subreaper), such as the SIGSTOP helper. One reaper for both: a waitpid(-1) for the
+// orphans would otherwise reap a rank too, which then looks as if it never exited.
+int reapAll(const std::vector<pid_t>& pids, std::vector<int>& status, std::vector<bool>& reaped) {
+  int n = 0;
+  for (;;) {
+    int st = 0;
+    pid_t p = waitpid(-1, &st, WNOHANG);
+    if (p <= 0) return n;
+    auto it = std::find(pids.begin(), pids.end(), p);
+    if (it == pids.end()) continue;
+    status[it - pids.begin()] = st;
+    reaped[it - pids.begin()] = true;
+    ++n;
   }
 }
 
@@ -185,13 +196,7 @@ void runJob(const Options& o, uint64_t seed, Totals& t) {
   std::vector<bool> reaped(job.nranks, false);
   bool hung = false;
   for (int left = job.nranks; left > 0;) {
-    for (int r = 0; r < job.nranks; ++r) {
-      if (!reaped[r] && waitpid(pids[r], &status[r], WNOHANG) == pids[r]) {
-        reaped[r] = true;
-        --left;
-      }
-    }
-    reapOrphans();
+    left -= reapAll(pids, status, reaped);
     if (left == 0) break;
     if (Clock::now() > deadline) {
       hung = true;
@@ -213,14 +218,15 @@ void runJob(const Options& o, uint64_t seed, Totals& t) {
   // Nothing of the job may outlive it (the SIGSTOP helper exits right after continuing its rank).
   const auto graceEnd = Clock::now() + std::chrono::seconds(2);
   while (kill(-pgid, 0) == 0 && Clock::now() < graceEnd) {
-    reapOrphans();
+    reapAll(pids, status, reaped);
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   if (kill(-pgid, 0) == 0) {
     ++t.outlived;
     fail("a process of the job outlived it");
     kill(-pgid, SIGKILL);
-    reapOrphans();
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    reapAll(pids, status, reaped);
   }
 
   for (int r = 0; r < job.nranks; ++r) {
@@ -232,6 +238,13 @@ void runJob(const Options& o, uint64_t seed, Totals& t) {
     if (signalled && !(isFaulty && job.fault == Fault::kKill) && !hung) {
       ++t.crashed;
       fail("rank " + std::to_string(r) + " died of signal " + std::to_string(WTERMSIG(status[r])));
+      continue;
+    }
+    // A worker always exits 0; anything else is a sanitizer's report (or a crash it caught).
+    if (WIFEXITED(status[r]) && WEXITSTATUS(status[r]) != 0 && !hung) {
+      ++t.crashed;
+      fail("rank " + std::to_string(r) + " exited with status " + std::to_string(WEXITSTATUS(status[r])) +
+           " (a sanitizer's report? run it with --verbose)");
       continue;
     }
     if (job.fault == Fault::kNone) {
