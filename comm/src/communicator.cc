@@ -287,10 +287,8 @@ std::unique_ptr<Op> Communicator::recorded(std::unique_ptr<Op> op, const flight:
 }
 
 std::unique_ptr<Op> Communicator::collective(const CollArgs& a) const {
-  static const char* const kNames[] = {"AllReduce", "Reduce", "Broadcast", "AllGather", "ReduceScatter", "AlltoAll"};
-  const bool reduces = a.coll == Coll::kAllReduce || a.coll == Coll::kReduce || a.coll == Coll::kReduceScatter;
-  flight::Call call{kNames[static_cast<int>(a.coll)], a.count, static_cast<int>(a.datatype), reduces ? static_cast<int>(a.op) : -1,
-                    a.root};
+  const OpDescriptor d = callDescriptor(a);
+  flight::Call call{collectiveName(d.coll), a.count, d.datatype, d.op, d.root};
   if (!transport_) return recorded(makeCollective(a, tuning_, size()), call);
   return recorded(hier::makeHierCollective(a, hier_), call);
 }

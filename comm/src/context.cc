@@ -110,17 +110,12 @@ std::vector<int> Context::notArrived(uint64_t barrier) const {
 void Context::publish(const OpDescriptor& d) { control(rank_).desc[d.seq & 1] = d; }
 
 namespace {
-const char* collName(int c);
 std::string describe(const OpDescriptor& d) {
-  std::string s = std::string(collName(d.coll)) + " #" + std::to_string(d.seq) + " count " + std::to_string(d.count) +
+  std::string s = std::string(collectiveName(d.coll)) + " #" + std::to_string(d.seq) + " count " + std::to_string(d.count) +
                   " " + reduce::dataTypeName(static_cast<cfxDataType_t>(d.datatype));
   if (d.op >= 0) s += std::string(" ") + reduce::redOpName(static_cast<cfxRedOp_t>(d.op));
   if (d.root >= 0) s += " root " + std::to_string(d.root);
   return s;
-}
-const char* collName(int c) {
-  static const char* const kNames[] = {"AllReduce", "Reduce", "Broadcast", "AllGather", "ReduceScatter", "AlltoAll"};
-  return (c >= 0 && c < 6) ? kNames[c] : "unknown collective";
 }
 }  // namespace
 

@@ -9,6 +9,11 @@
 
 namespace conflux {
 
+const char* collectiveName(int32_t coll) {
+  static const char* const kNames[] = {"AllReduce", "Reduce", "Broadcast", "AllGather", "ReduceScatter", "AlltoAll"};
+  return (coll >= 0 && coll < 6) ? kNames[coll] : "unknown collective";
+}
+
 namespace {
 constexpr size_t kPage = 4096;
 size_t roundUp(size_t x, size_t a) { return (x + a - 1) / a * a; }

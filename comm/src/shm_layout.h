@@ -31,6 +31,8 @@ struct OpDescriptor {
   uint64_t count = 0;
   bool operator==(const OpDescriptor&) const = default;
 };
+// The name of collective `coll` (Coll in ops/op.h) for messages; "unknown collective" if out of range.
+const char* collectiveName(int32_t coll);
 
 // A small-message mailbox: the data, then the call, then the sequence number that publishes both
 // (the latency path of ops/latency.cc; phased collectives announce their call here too).

@@ -70,8 +70,7 @@ bool PhasedCollective::progress(Context& ctx) {
 }
 
 std::string PhasedCollective::describe(const Context& ctx) const {
-  static const char* const kNames[] = {"AllReduce", "Reduce", "Broadcast", "AllGather", "ReduceScatter", "AlltoAll"};
-  std::string s = std::string(kNames[static_cast<int>(a_.coll)]);
+  std::string s = collectiveName(static_cast<int32_t>(a_.coll));
   if (phases_ >= 0 && !published_) {
     std::vector<int> lagging;
     ctx.allFinished(gateSeq(), &lagging);

@@ -84,8 +84,7 @@ class MailboxOp : public Op {
   bool done() const override { return done_; }
 
   std::string describe(const Context& ctx) const override {
-    static const char* const kNames[] = {"AllReduce", "Reduce", "Broadcast", "AllGather", "ReduceScatter", "AlltoAll"};
-    std::string s = std::string(kNames[static_cast<int>(a_.coll)]) + " #" + std::to_string(seq_) + " (latency path)";
+    std::string s = std::string(collectiveName(static_cast<int32_t>(a_.coll))) + " #" + std::to_string(seq_) + " (latency path)";
     s += published_ ? ", ranks not yet arrived:" : ", waiting for ranks to finish reading its mailbox:";
     std::vector<int> r;
     waitingOn(ctx, r);
