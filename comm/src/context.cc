@@ -25,6 +25,7 @@ WaitSettings WaitSettings::fromEnv(int timeoutMsOverride, int localRanks) {
   w.timeout = std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
   if (timeoutMsOverride > 0) w.timeout = std::chrono::milliseconds(timeoutMsOverride);
   w.livenessPeriod = std::chrono::milliseconds(std::max<int64_t>(10, env::getInt("CFX_LIVENESS_MS")));
+  w.networkGrace = std::min(w.timeout, std::chrono::milliseconds(2000));
   return w;
 }
 
@@ -214,46 +215,86 @@ void Context::failDeadPeer(int r, const std::function<std::string()>& what) {
   throw Error(Status::kRemoteError, msg + " while this rank waited for " + what());
 }
 
-std::string Context::stallText(const std::vector<int>& waited) const {
-  StallFinding f = findStall(
-      rank_, waited, [this](int r) { return control(r).waitingFor.load(std::memory_order_relaxed) - 1; }, size_);
-  if (f.chain.empty()) return "";
-  auto name = [this](int r) { return "rank " + std::to_string(commRank(r)); };
-  if (f.cycle) {
-    std::string s = "ranks wait for each other: " + name(rank_) + " waits for " + name(f.chain[0]);
-    for (size_t i = 1; i < f.chain.size(); ++i) s += ", which waits for " + name(f.chain[i]);
-    return s + ", which waits for " + name(waitingForOf(f.chain.back())) +
-           " (calls that cannot all complete: Send/Recv in a crossing order, or different operations)";
-  }
-  const int s = f.stalled();
-  std::string how;
-  switch (shm::processState(pids_[s])) {
+namespace {
+
+// How a process stands, in words, when that explains a stall: stopped or gone ("" otherwise: it
+// runs or sleeps, and may be busy outside Conflux).
+std::string stoppedOrGone(pid_t pid) {
+  switch (shm::processState(pid)) {
     case 'T':
-    case 't': how = "it is stopped (SIGSTOP, or a debugger holds it)"; break;
+    case 't': return "it is stopped (SIGSTOP, or a debugger holds it)";
     case 0:
     case 'Z':
-    case 'X': how = "it has exited"; break;
-    default: how = "it is not waiting in Conflux (busy elsewhere, or it has not made the call)"; break;
+    case 'X': return "it has exited";
+    default: return "";
   }
-  std::string text = name(s) + " (pid " + std::to_string(pids_[s]) + ") stalled: " + how;
-  if (f.chain.size() > 1) {
-    text += "; " + name(rank_) + " waits for " + name(f.chain[0]);
-    for (size_t i = 1; i < f.chain.size(); ++i) text += ", which waits for " + name(f.chain[i]);
+}
+
+}  // namespace
+
+int Context::suspectLocalRank(std::string& how) const {
+  for (int r = 0; r < size_; ++r) {
+    if (r == rank_) continue;
+    how = stoppedOrGone(pids_[r]);
+    if (!how.empty()) return r;
   }
-  return text;
+  return -1;
+}
+
+Context::StallReport Context::stallReport(const std::vector<int>& waited, int across) const {
+  StallFinding f = findStall(
+      rank_, waited, across,
+      [this](int r) {
+        return WaitTarget{control(r).waitingFor.load(std::memory_order_relaxed) - 1,
+                          control(r).waitingAcross.load(std::memory_order_relaxed) - 1};
+      },
+      size_);
+  auto name = [this](int r) { return "rank " + std::to_string(commRank(r)); };
+  auto pidText = [this](int r) { return " (pid " + std::to_string(pids_[r]) + ")"; };
+  std::string chain;  // "rank A waits for rank B, which waits for rank C"
+  if (!f.chain.empty()) {
+    chain = name(rank_) + " waits for " + name(f.chain[0]);
+    for (size_t i = 1; i < f.chain.size(); ++i) chain += ", which waits for " + name(f.chain[i]);
+  }
+  if (f.cycle) {
+    return {"ranks wait for each other: " + chain + ", which waits for " + name(waitingForOf(f.chain.back())) +
+                " (calls that cannot all complete: Send/Recv in a crossing order, or different operations)",
+            true};
+  }
+  if (f.across >= 0) {
+    // The stall lies on another host, or on the link to it; unless a rank here is stopped or gone.
+    std::string waitsAcross = (chain.empty() ? name(rank_) + " waits for" : chain + ", which waits for") + " rank " +
+                              std::to_string(f.across) + " on another host";
+    std::string how;
+    if (int s = suspectLocalRank(how); s >= 0) return {name(s) + pidText(s) + " stalled: " + how + "; " + waitsAcross, true};
+    return {waitsAcross, false};
+  }
+  if (f.chain.empty()) return {"", true};
+  const int s = f.stalled();
+  std::string how = stoppedOrGone(pids_[s]);
+  if (how.empty()) how = "it is not waiting in Conflux (busy elsewhere, or it has not made the call)";
+  std::string text = name(s) + pidText(s) + " stalled: " + how;
+  if (f.chain.size() > 1) text += "; " + chain;
+  return {text, true};
 }
 
 int Context::waitingForOf(int r) const { return control(r).waitingFor.load(std::memory_order_relaxed) - 1; }
 
 void Context::checkTimeout(std::chrono::steady_clock::time_point lastProgress,
-                           const std::function<std::string()>& what, const std::vector<int>& waited) {
-  if (std::chrono::steady_clock::now() - lastProgress <= wait_.timeout) return;
-  auto secs = std::chrono::duration_cast<std::chrono::duration<double>>(wait_.timeout).count();
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), "%.1f", secs);
-  std::string stall = stallText(waited);
-  std::string msg = (stall.empty() ? "rank " : stall + ". Rank ") + std::to_string(commRank(rank_)) + " timed out after " +
-                    buf + " s without progress waiting for " + what();
+                           const std::function<std::string()>& what, const std::vector<int>& waited, int across) {
+  const auto waitedFor = std::chrono::steady_clock::now() - lastProgress;
+  if (waitedFor <= wait_.timeout) return;
+  const StallReport stall = stallReport(waited, across);
+  if (!stall.conclusive && waitedFor <= wait_.timeout + wait_.networkGrace) return;
+  auto seconds = [](std::chrono::milliseconds d) {
+    char buf[32];
+    std::snprintf(buf, sizeof(buf), "%.1f", std::chrono::duration<double>(d).count());
+    return std::string(buf);
+  };
+  std::string msg = (stall.text.empty() ? "rank " : stall.text + ". Rank ") + std::to_string(commRank(rank_)) +
+                    " timed out after " + seconds(wait_.timeout) + " s without progress" +
+                    (stall.conclusive ? "" : " (and " + seconds(wait_.networkGrace) + " s more for word from that host)") +
+                    " waiting for " + what();
   poison(Status::kTimeout, msg);
   throw Error(Status::kTimeout, msg + " (CFX_TIMEOUT)");
 }

@@ -25,6 +25,9 @@ struct WaitSettings {
   int spin = 2000;                               // polls before yielding, then sleeping
   std::chrono::milliseconds timeout{300000};     // no progress for this long: kTimeout
   std::chrono::milliseconds livenessPeriod{200}; // how often sleeping waiters check peers
+  // A wait whose stall lies on another host waits this much longer than the timeout for a notice
+  // from there: the ranks on that host may see the stalled rank, and their notice names it.
+  std::chrono::milliseconds networkGrace{2000};
   static WaitSettings fromEnv(int timeoutMsOverride, int localRanks);
 };
 
@@ -99,11 +102,16 @@ class Context {
   // Cheap check at the start of every batch: a failed communicator stays failed, even for a rank
   // that could finish an operation from what its peers staged before they failed.
   bool poisoned() const { return header().poisonedBy.load(std::memory_order_acquire) > 0; }
-  // `waited`: the local ranks the wait is blocked on; the message names the rank that stalled.
+  // `waited`: the local ranks the wait is blocked on; `across`: the first communicator rank on
+  // another host it waits for (-1: none). The message names the rank that stalled.
   void checkTimeout(std::chrono::steady_clock::time_point lastProgress, const std::function<std::string()>& what,
-                    const std::vector<int>& waited);
-  // While a wait sleeps: the local rank it waits for first (-1: none, or the wait ended).
-  void publishWaitingFor(int r) { control(rank_).waitingFor.store(r + 1, std::memory_order_relaxed); }
+                    const std::vector<int>& waited, int across);
+  // While a wait sleeps: the local rank it waits for first, and the communicator rank on another
+  // host it waits for first (-1: none, or the wait ended).
+  void publishWaitingFor(int local, int across) {
+    control(rank_).waitingFor.store(local + 1, std::memory_order_relaxed);
+    control(rank_).waitingAcross.store(across + 1, std::memory_order_relaxed);
+  }
   // The first of `ranks` whose process has exited, or -1 (checked at most every livenessPeriod).
   // A peer that finished its part and exited is no failure, so the caller progresses once more
   // and calls failDeadPeer only if it is still blocked on that rank.
@@ -116,8 +124,16 @@ class Context {
 
  private:
   RankControl& control(int r) const;
-  // The rank that stalled, in words ("" when `waited` names no peer), and the rank r waits for.
-  std::string stallText(const std::vector<int>& waited) const;
+  // The rank that stalled, in words ("" when the wait names no peer), and whether that is this
+  // host's last word: false when the stall lies across the network and no local rank is stopped
+  // or gone, so a notice from the other host may say more.
+  struct StallReport {
+    std::string text;
+    bool conclusive = true;
+  };
+  StallReport stallReport(const std::vector<int>& waited, int across) const;
+  // A local rank other than this one whose process is stopped or gone (-1: none), and how.
+  int suspectLocalRank(std::string& how) const;
   int waitingForOf(int r) const;
   SegmentHeader& header() const { return *reinterpret_cast<SegmentHeader*>(segment_.data()); }
 

@@ -42,19 +42,22 @@ class WaitNotice {
  public:
   explicit WaitNotice(Context& ctx) : ctx_(ctx) {}
   ~WaitNotice() {
-    if (published_ >= 0) ctx_.publishWaitingFor(-1);
+    if (local_ >= 0 || across_ >= 0) ctx_.publishWaitingFor(-1, -1);
   }
   WaitNotice(const WaitNotice&) = delete;
   WaitNotice& operator=(const WaitNotice&) = delete;
-  void publish(int r) {
-    if (r == published_) return;
-    ctx_.publishWaitingFor(r);
-    published_ = r;
+  // `local`: a local rank; `across`: a communicator rank on another host (-1: none).
+  void publish(int local, int across) {
+    if (local == local_ && across == across_) return;
+    ctx_.publishWaitingFor(local, across);
+    local_ = local;
+    across_ = across;
   }
 
  private:
   Context& ctx_;
-  int published_ = -1;
+  int local_ = -1;
+  int across_ = -1;
 };
 
 class BatchRunner {
@@ -104,6 +107,16 @@ class BatchRunner {
     return ranks;
   }
 
+  // The first communicator rank on another host the batch waits for, or -1.
+  int waitedAcross() const {
+    std::vector<int> ranks;
+    for (auto& op : ops_) {
+      if (!op->done()) op->waitingAcross(ranks);
+      if (!ranks.empty()) return ranks.front();
+    }
+    return -1;
+  }
+
   void report(const WaitObserver& observer) const {
     std::vector<int> ranks;
     for (auto& op : ops_) {
@@ -111,6 +124,7 @@ class BatchRunner {
       ranks.clear();
       op->waitingOn(ctx_, ranks);
       for (int& r : ranks) r = ctx_.commRank(r);
+      op->waitingAcross(ranks);  // already communicator ranks
       observer.waiting(*op, ranks, op->describe(ctx_));
     }
   }
@@ -171,14 +185,15 @@ bool executeBatch(Context& ctx, std::span<const std::unique_ptr<Op>> ops, const 
       ctx.checkAbortAndPoison(what);
       std::vector<int> waited = runner.waitedOn();
       auto first = std::find_if(waited.begin(), waited.end(), [&](int r) { return r != ctx.rank(); });
-      waitNotice.publish(first == waited.end() ? -1 : *first);
+      const int across = runner.waitedAcross();
+      waitNotice.publish(first == waited.end() ? -1 : *first, across);
       if (int dead = ctx.findDeadPeer(waited); dead >= 0) {
         // What a dead rank published before exiting is final: one more step sees all of it.
         if (runner.step() || runner.finished()) continue;
         std::vector<int> still = runner.waitedOn();
         if (std::find(still.begin(), still.end(), dead) != still.end()) ctx.failDeadPeer(dead, what);
       }
-      ctx.checkTimeout(lastProgress, what, waited);
+      ctx.checkTimeout(lastProgress, what, waited, across);
       slept = false;
     }
     if (limit && idle >= limit->idlePolls) return false;

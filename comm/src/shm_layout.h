@@ -20,7 +20,7 @@
 namespace conflux {
 
 inline constexpr uint64_t kSegmentMagic = 0x43465853484d3031ull;  // "CFXSHM01"
-inline constexpr uint32_t kSegmentVersion = 5;
+inline constexpr uint32_t kSegmentVersion = 6;
 
 struct OpDescriptor {
   uint64_t seq = 0;
@@ -52,9 +52,11 @@ struct alignas(64) RankControl {
   alignas(64) OpDescriptor desc[2];               // current op, double-buffered by sequence parity
   uint64_t cmaAddress[2];                         // the op's buffer for single-copy reads, same parity
   int32_t domain;                                 // two-level reduction: this rank's NUMA domain
-  // While a wait of this rank sleeps: 1 + the local rank it waits for first; 0 otherwise. A peer
-  // that times out follows these to the rank that stalled (stall.h).
+  // While a wait of this rank sleeps: 1 + the local rank it waits for first, and 1 + the
+  // communicator rank on another host it waits for first; 0 otherwise. A peer that times out
+  // follows these to the rank that stalled, or to the network (stall.h).
   std::atomic<int32_t> waitingFor{0};
+  std::atomic<int32_t> waitingAcross{0};
   // The last operation (sequence number) this rank finished; operations finish in order, so this
   // rank reads nothing of any operation at or below it any more.
   alignas(64) std::atomic<uint64_t> finished{0};

@@ -1,14 +1,16 @@
 // The fault campaign (issue #17): many short real jobs, each with a random layout, a random loop
-// of collectives and at most one random fault (tests/campaign/job.h). For each job it checks that
+// of collectives and at most one random fault (tests/campaign/job.h). Run inside
+// tests/netns/hosts.sh with two or more hosts (CFX_TEST_HOSTS), a third of the jobs run across two
+// of those namespace hosts, each rank started with `ip netns exec`. For each job it checks that
 //   - a clean job gives exact results on every rank;
 //   - after a fault every surviving rank returns an error, within CFX_TIMEOUT + 5 s of its call,
-//     naming the failing rank (or the mismatch), and no process hangs;
-//   - nothing is left in /dev/shm and no process outlives the job.
+//     naming the failing rank (or the mismatch; for a link down, a rank across it), and no process
+//     hangs;
+//   - nothing is left in the job's shared-memory directory and no process outlives the job.
 // Every failure prints its seed and the command that reproduces it.
 //
 //   campaign [--runs N] [--seed S] [--timeout SECONDS] [--results FILE] [--verbose] [--worker PATH]
 //            [--only FAULT]   (FAULT as job.cc names it, e.g. "SIGKILL": the other seeds are skipped)
-#include <dirent.h>
 #include <signal.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
@@ -16,6 +18,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -23,7 +26,6 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <set>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -39,7 +41,12 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+struct NsHost {
+  std::string netns, ip;
+};
+
 struct Options {
+  std::vector<NsHost> hosts;  // namespace hosts from tests/netns/hosts.sh; empty: one host only
   uint64_t seed = 0;
   int runs = 100;
   int timeout = 2;  // CFX_TIMEOUT of every job
@@ -52,22 +59,12 @@ struct Options {
 struct Totals {
   int runs = 0, passed = 0, hangs = 0, wrong = 0, noError = 0, unnamed = 0, slow = 0, leftovers = 0, outlived = 0,
       crashed = 0;  // crashed: a rank killed by a signal it was not meant to get, or exiting non-zero
+  int acrossHosts = 0;  // jobs laid out across two namespace hosts
   long worstMs = 0;
   std::string worstJob;
   std::map<std::string, int> byFault;
   std::vector<std::string> failures;
 };
-
-std::set<std::string> shmEntries() {
-  std::set<std::string> out;
-  if (DIR* d = opendir("/dev/shm")) {
-    while (dirent* e = readdir(d)) {
-      if (std::strncmp(e->d_name, "cfx-", 4) == 0) out.insert(e->d_name);
-    }
-    closedir(d);
-  }
-  return out;
-}
 
 std::string hexId(const cfxUniqueId& id) {
   static const char* const kDigits = "0123456789abcdef";
@@ -79,27 +76,63 @@ std::string hexId(const cfxUniqueId& id) {
   return s;
 }
 
+// The hosts.sh layout in CFX_TEST_HOSTS ("ns:ip:ranks ..."), when it has two namespace hosts.
+std::vector<NsHost> namespaceHosts() {
+  std::vector<NsHost> out;
+  const char* spec = std::getenv("CFX_TEST_HOSTS");
+  std::istringstream in(spec == nullptr ? "" : spec);
+  std::string item;
+  while (in >> item) {
+    size_t a = item.find(':'), b = item.rfind(':');
+    if (a == std::string::npos || a == b || item.substr(0, a) == "-") return {};
+    out.push_back(NsHost{item.substr(0, a), item.substr(a + 1, b - a - 1)});
+  }
+  if (out.size() < 2) return {};
+  out.resize(2);
+  return out;
+}
+
+// How the ranks of a job find each other: a unique id from this process's bootstrap root on one
+// host; across namespace hosts, a root that rank 0 runs inside the first host, at a port below the
+// ephemeral range drawn from the seed, with a secret of the job's own.
+std::vector<std::string> rendezvous(const Options& o, const Job& job, const std::string& id) {
+  if (job.hosts == 1) return {"CFX_UNIQUE_ID=" + id};
+  const int port = 20000 + static_cast<int>((job.seed * 104729u + static_cast<uint64_t>(getpid())) % 12000);
+  return {"CFX_ROOT_ADDR=" + o.hosts[0].ip + ":" + std::to_string(port), "CFX_SECRET=" + id.substr(0, 32)};
+}
+
 pid_t spawn(const Options& o, const Job& job, int rank, const std::string& id, const std::string& dir, pid_t pgid,
             const std::string& shmDir) {
   std::vector<std::string> env;
   for (char** e = environ; *e; ++e) {
     if (std::strncmp(*e, "CFX_", 4) != 0) env.emplace_back(*e);
   }
-  env.push_back("CFX_UNIQUE_ID=" + id);
+  for (auto& e : rendezvous(o, job, id)) env.push_back(e);
+  if (job.hosts == 2) env.push_back("CFX_LOCAL_RANK=" + std::to_string(job.localRank(rank)));
   env.push_back("CFX_RANK=" + std::to_string(rank));
   env.push_back("CFX_NRANKS=" + std::to_string(job.nranks));
   env.push_back("CFX_TIMEOUT=" + std::to_string(o.timeout));
   env.push_back(std::string("CFX_DEBUG=") + (o.verbose ? "WARN" : "NONE"));
-  if (!shmDir.empty()) env.push_back("CFX_SHM_DIR=" + shmDir);
+  env.push_back("CFX_SHM_DIR=" + shmDir);
   std::vector<char*> envp;
   for (auto& e : env) envp.push_back(e.data());
   envp.push_back(nullptr);
-  std::string seed = std::to_string(job.seed);
+  std::string seed = std::to_string(job.seed), hostsArg = "hosts";
+  std::string ip = "/usr/sbin/ip", netns = "netns", exec = "exec";
+  std::vector<char*> argv;
+  if (job.hosts == 2) {
+    if (access(ip.c_str(), X_OK) != 0) ip = "/sbin/ip";
+    argv = {ip.data(), netns.data(), exec.data(), const_cast<char*>(o.hosts[job.hostOf(rank)].netns.c_str())};
+  }
+  argv.push_back(const_cast<char*>(o.worker.c_str()));
+  argv.push_back(seed.data());
+  argv.push_back(const_cast<char*>(dir.c_str()));
+  if (!o.hosts.empty()) argv.push_back(hostsArg.data());
+  argv.push_back(nullptr);
   pid_t pid = fork();
   if (pid == 0) {
     setpgid(0, pgid);
-    char* argv[] = {const_cast<char*>(o.worker.c_str()), seed.data(), const_cast<char*>(dir.c_str()), nullptr};
-    execve(o.worker.c_str(), argv, envp.data());
+    execve(argv[0], argv.data(), envp.data());
     _exit(127);
   }
   setpgid(pid, pgid == 0 ? pid : pgid);
@@ -159,24 +192,66 @@ int reapAll(const std::vector<pid_t>& pids, std::vector<int>& status, std::vecto
   }
 }
 
+// The text that names the rank a survivor's error must name, or "" when any will do.
+std::string mustName(const Job& job, int rank, const std::string& line) {
+  const std::string f = std::to_string(job.faultRank);
+  switch (job.fault) {
+    case Fault::kKill:
+    case Fault::kExit: return "rank " + f;
+    // Across hosts no process state can be read: the rank that timed out names whom it waited for.
+    case Fault::kStop: return job.hostOf(job.faultRank) == job.hostOf(rank) ? "rank " + f + " (pid" : "rank " + f;
+    case Fault::kAbort:  // across hosts: "rank F (host H ...) failed: it aborted its communicator"
+      return line.find("rank " + f + " (host") != std::string::npos && line.find("aborted") != std::string::npos
+                 ? ""
+                 : "rank " + f + " aborted";
+    case Fault::kMismatch:
+      // A count that differs only on Send/Recv with a zero count (which sends nothing, as in
+      // NCCL) cannot be seen as a mismatch: the ranks end up waiting for each other.
+      return line.find("wait for each other") != std::string::npos ? "rank " + f : "mismatch";
+    case Fault::kShmFull: return "MiB is needed";
+    case Fault::kLinkDown:  // any rank across the link
+      for (int k = 0; k < job.nranks; ++k) {
+        const std::string name = "rank " + std::to_string(k);
+        if (job.hostOf(k) != job.hostOf(rank) && line.find(name) != std::string::npos) return name;
+      }
+      return "a rank across the link";
+    case Fault::kNone: break;
+  }
+  return "";
+}
+
+// Sets the namespace hosts' links up again after a job that set one down.
+void restoreLinks(const Options& o) {
+  for (const auto& h : o.hosts) {
+    const std::string cmd = "ip -n " + h.netns + " link set cfx0 up";
+    if (std::system(cmd.c_str()) != 0) std::fprintf(stderr, "campaign: '%s' failed\n", cmd.c_str());
+  }
+}
+
 void runJob(const Options& o, uint64_t seed, Totals& t) {
-  Job job = Job::fromSeed(seed);
-  // Shared memory too small: a 1 MiB tmpfs as the ranks' CFX_SHM_DIR (root only; else a clean job).
-  std::string shmDir;
+  Job job = Job::fromSeed(seed, !o.hosts.empty());
+  // The job's shared memory lives in a directory of its own (CFX_SHM_DIR), so what it leaves
+  // behind is told apart from the segments of anything running beside the campaign (CTest runs
+  // tests in parallel), and nothing of theirs is ever removed. Shared memory too small: that
+  // directory is a 1 MiB tmpfs (root only; else a clean job).
+  char shmTmpl[] = "/dev/shm/campaign-XXXXXX";
+  const char* made = mkdtemp(shmTmpl);
+  if (made == nullptr) {
+    std::printf("FAIL seed %llu: cannot make a directory in /dev/shm: %s\n", static_cast<unsigned long long>(seed),
+                std::strerror(errno));
+    t.failures.push_back("no directory in /dev/shm");
+    return;
+  }
+  const std::string shmDir = made;
+  bool mounted = false;
   if (job.fault == Fault::kShmFull) {
-    char tiny[] = "/tmp/cfx-campaign-shm-XXXXXX";
-    shmDir = mkdtemp(tiny);
-    if (mount("tmpfs", shmDir.c_str(), "tmpfs", 0, "size=1m") != 0) {
-      rmdir(shmDir.c_str());
-      shmDir.clear();
-      job.fault = Fault::kNone;
-    }
+    mounted = mount("tmpfs", shmDir.c_str(), "tmpfs", 0, "size=1m") == 0;
+    if (!mounted) job.fault = Fault::kNone;
   }
   const std::string what = job.describe();
   std::vector<std::string> problems;
   auto fail = [&](const std::string& why) { problems.push_back(why); };
 
-  const std::set<std::string> shmBefore = shmEntries();
   char tmpl[] = "/tmp/cfx-campaign-XXXXXX";
   const std::string dir = mkdtemp(tmpl);
   cfxUniqueId uid;
@@ -228,6 +303,7 @@ void runJob(const Options& o, uint64_t seed, Totals& t) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
     reapAll(pids, status, reaped);
   }
+  if (job.fault == Fault::kLinkDown) restoreLinks(o);
 
   for (int r = 0; r < job.nranks; ++r) {
     std::ifstream in(dir + "/rank" + std::to_string(r));
@@ -254,7 +330,8 @@ void runJob(const Options& o, uint64_t seed, Totals& t) {
       }
       continue;
     }
-    const bool survivor = !isFaulty || job.fault == Fault::kMismatch;  // kShmFull: every rank (no faulty one)
+    // kShmFull: every rank (no faulty one); kLinkDown: the rank that set its link down as well.
+    const bool survivor = !isFaulty || job.fault == Fault::kMismatch || job.fault == Fault::kLinkDown;
     if (!survivor || hung) continue;
     if (line.rfind("error ", 0) != 0) {
       ++t.noError;
@@ -274,21 +351,7 @@ void runJob(const Options& o, uint64_t seed, Totals& t) {
       ++t.slow;
       fail("rank " + std::to_string(r) + " took " + std::to_string(ms) + " ms to fail: " + line);
     }
-    const std::string f = std::to_string(job.faultRank);
-    std::string named;
-    switch (job.fault) {
-      case Fault::kKill:
-      case Fault::kExit: named = "rank " + f; break;
-      case Fault::kStop: named = "rank " + f + " (pid"; break;
-      case Fault::kAbort: named = "rank " + f + " aborted"; break;
-      case Fault::kMismatch:
-        // A count that differs only on Send/Recv with a zero count (which sends nothing, as in
-        // NCCL) cannot be seen as a mismatch: the ranks end up waiting for each other.
-        named = line.find("wait for each other") != std::string::npos ? "rank " + f : "mismatch";
-        break;
-      case Fault::kShmFull: named = "MiB is needed"; break;
-      case Fault::kNone: break;
-    }
+    const std::string named = mustName(job, r, line);
     if (line.find(named) == std::string::npos) {
       ++t.unnamed;
       fail("rank " + std::to_string(r) + "'s error does not say '" + named + "': " + line);
@@ -296,32 +359,26 @@ void runJob(const Options& o, uint64_t seed, Totals& t) {
   }
 
   // Shared memory of the job's communicators is gone once every rank is.
-  std::set<std::string> shmAfter = shmEntries();
-  for (const auto& e : shmAfter) {
-    if (shmBefore.count(e) != 0) continue;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(shmDir, ec)) {
     ++t.leftovers;
-    fail("left in /dev/shm: " + e);
-    std::filesystem::remove(std::filesystem::path("/dev/shm") / e);
+    fail("left in shared memory (CFX_SHM_DIR " + shmDir + "): " + e.path().filename().string());
   }
   std::filesystem::remove_all(dir);
-  if (!shmDir.empty()) {
-    if (!std::filesystem::is_empty(shmDir)) {
-      ++t.leftovers;
-      fail("left in the small CFX_SHM_DIR " + shmDir);
-    }
-    umount(shmDir.c_str());
-    rmdir(shmDir.c_str());
-  }
+  if (mounted) umount(shmDir.c_str());
+  std::filesystem::remove_all(shmDir, ec);
 
   ++t.runs;
   ++t.byFault[faultName(job.fault)];
+  t.acrossHosts += job.hosts == 2;
   if (problems.empty()) {
     ++t.passed;
     if (o.verbose) std::printf("ok   %s\n", what.c_str());
     return;
   }
   for (const auto& p : problems) {
-    std::string line = "FAIL " + what + ": " + p + "\n     reproduce: campaign --runs 1 --seed " +
+    std::string line = "FAIL " + what + ": " + p + "\n     reproduce: " +
+                       (o.hosts.empty() ? "" : "tests/netns/hosts.sh --layout 2,2 -- ") + "campaign --runs 1 --seed " +
                        std::to_string(seed) + " --timeout " + std::to_string(o.timeout) + " --verbose";
     std::printf("%s\n", line.c_str());
     t.failures.push_back(line);
@@ -332,10 +389,10 @@ void runJob(const Options& o, uint64_t seed, Totals& t) {
 void writeResults(const Options& o, const Totals& t, double seconds) {
   std::ofstream f(o.results);
   f << "# Fault campaign\n\n";
-  f << "Command: `campaign --runs " << o.runs << " --seed " << o.seed << " --timeout " << o.timeout << "` ("
+  f << "Command: `" << (o.hosts.empty() ? "" : "tests/netns/hosts.sh --layout 2,2 -- ") << "campaign --runs " << o.runs << " --seed " << o.seed << " --timeout " << o.timeout << "` ("
     << static_cast<int>(seconds) << " s).\n\n";
   f << "| runs | passed | hangs | wrong results | survivors without an error | errors not naming the rank |"
-       " slower than CFX_TIMEOUT + 5 s | left in /dev/shm | processes outliving the job | crashes |"
+       " slower than CFX_TIMEOUT + 5 s | left in shared memory | processes outliving the job | crashes |"
        " worst time to error |\n";
   f << "|---|---|---|---|---|---|---|---|---|---|---|\n";
   f << "| " << t.runs << " | " << t.passed << " | " << t.hangs << " | " << t.wrong << " | " << t.noError << " | "
@@ -343,7 +400,8 @@ void writeResults(const Options& o, const Totals& t, double seconds) {
     << t.worstMs << " ms |\n\n";
   f << "Jobs by fault:";
   for (const auto& [k, v] : t.byFault) f << " " << k << " " << v << ";";
-  f << "\n\nWorst time to error: " << t.worstJob << ".\n";
+  f << "\n\nJobs across two namespace hosts: " << t.acrossHosts << ".\n";
+  f << "\nWorst time to error: " << t.worstJob << ".\n";
   for (const auto& l : t.failures) f << "\n    " << l << "\n";
 }
 
@@ -366,6 +424,7 @@ int runCampaign(int argc, char** argv) {
       return 2;
     }
   }
+  o.hosts = namespaceHosts();
   prctl(PR_SET_CHILD_SUBREAPER, 1);
   setenv("CFX_DEBUG", o.verbose ? "WARN" : "NONE", 1);  // the bootstrap roots run in this process
   Totals t;
@@ -377,10 +436,10 @@ int runCampaign(int argc, char** argv) {
   }
   const double secs = std::chrono::duration<double>(Clock::now() - t0).count();
   std::printf("campaign: %d runs (seeds %llu-%llu) in %.0f s: %d passed, %d hangs, %d wrong results, %d survivors "
-              "without an error, %d unnamed, %d slow, %d leftovers in /dev/shm, %d outlived, %d crashes; worst time to "
-              "error %ld ms\n",
+              "without an error, %d unnamed, %d slow, %d leftovers in shared memory, %d outlived, %d crashes; worst time to "
+              "error %ld ms; %d jobs across two hosts\n",
               t.runs, static_cast<unsigned long long>(o.seed), static_cast<unsigned long long>(o.seed + o.runs - 1), secs,
-              t.passed, t.hangs, t.wrong, t.noError, t.unnamed, t.slow, t.leftovers, t.outlived, t.crashed, t.worstMs);
+              t.passed, t.hangs, t.wrong, t.noError, t.unnamed, t.slow, t.leftovers, t.outlived, t.crashed, t.worstMs, t.acrossHosts);
   if (!o.results.empty()) writeResults(o, t, secs);
   return t.passed == t.runs ? 0 : 1;
 }

@@ -15,6 +15,7 @@ const char* faultName(Fault f) {
     case Fault::kExit: return "exit without destroy";
     case Fault::kAbort: return "cfxCommAbort from another thread";
     case Fault::kShmFull: return "shared memory full at init";
+    case Fault::kLinkDown: return "link down";
   }
   return "?";
 }
@@ -25,15 +26,24 @@ const char* collName(Coll c) {
   return kNames[static_cast<int>(c)];
 }
 
-Job Job::fromSeed(uint64_t seed) {
+Job Job::fromSeed(uint64_t seed, bool twoHosts) {
   std::mt19937_64 rng(seed * 0x9e3779b97f4a7c15ull + 1);
+  std::mt19937_64 layout(seed * 0x2545f4914f6cdd1dull + 3);
   Job j;
   j.seed = seed;
   j.nranks = 1 + static_cast<int>(rng() % 4);
+  j.hostRanks[0] = j.nranks;
+  if (twoHosts && layout() % 3 == 0) {
+    j.hosts = 2;
+    j.hostRanks[0] = 1 + static_cast<int>(layout() % 2);
+    j.hostRanks[1] = 1 + static_cast<int>(layout() % 2);
+    j.nranks = j.hostRanks[0] + j.hostRanks[1];
+  }
   j.steps = 6 + static_cast<int>(rng() % 15);
   // A quarter of the jobs run clean; a fault needs a survivor to observe it.
   int f = static_cast<int>(rng() % 8);
   j.fault = (f < 2 || j.nranks == 1) ? Fault::kNone : static_cast<Fault>(1 + (f - 2) % 6);
+  if (j.hosts == 2 && j.fault != Fault::kNone && layout() % 4 == 0) j.fault = Fault::kLinkDown;
   if (j.fault != Fault::kNone && j.fault != Fault::kShmFull) {
     j.faultRank = static_cast<int>(rng() % j.nranks);
     j.faultStep = 1 + static_cast<int>(rng() % (j.steps - 1));
@@ -58,8 +68,9 @@ Step Job::step(int i) const {
 }
 
 std::string Job::describe() const {
-  std::string s = "seed " + std::to_string(seed) + ": " + std::to_string(nranks) + " rank(s), " + std::to_string(steps) +
-                  " steps, fault " + faultName(fault);
+  std::string s = "seed " + std::to_string(seed) + ": " + std::to_string(nranks) + " rank(s)";
+  if (hosts == 2) s += " on 2 hosts (" + std::to_string(hostRanks[0]) + "+" + std::to_string(hostRanks[1]) + ")";
+  s += ", " + std::to_string(steps) + " steps, fault " + faultName(fault);
   if (faultRank >= 0) s += " on rank " + std::to_string(faultRank) + " at step " + std::to_string(faultStep);
   return s;
 }

@@ -1,11 +1,14 @@
 // One job of the fault campaign, derived from its seed alone, so the driver and every rank agree
 // on it without talking, and a failing seed reproduces the job exactly.
 //
-// A job is 1-4 ranks on this host running a loop of random steps (collective, count, datatype,
-// op, root, on a stream or not, inside a group or not) with at most one fault: a rank killed,
-// stopped, calling a different count, exiting without destroying its communicator, or aborting
-// it from another thread, at a random step; or shared memory too small for the job at init (a
-// 1 MiB tmpfs as CFX_SHM_DIR, which needs root: without it that job runs clean).
+// A job is 1-4 ranks on this host, or, when the driver runs inside tests/netns/hosts.sh, a third
+// of the jobs 2 namespace hosts x 1-2 ranks, running a loop of random steps (collective, count,
+// datatype, op, root, on a stream or not, inside a group or not) with at most one fault: a rank
+// killed, stopped, calling a different count, exiting without destroying its communicator,
+// aborting it from another thread, or (across hosts) setting its host's link down, at a random
+// step; or shared memory too small for the job at init (a 1 MiB tmpfs as CFX_SHM_DIR, which needs
+// root: without it that job runs clean). The layout is drawn apart from the rest, so a one-host
+// job is the same whether namespace hosts are there or not.
 #pragma once
 
 #include <cstdint>
@@ -13,7 +16,7 @@
 
 namespace cfxcampaign {
 
-enum class Fault { kNone, kKill, kStop, kMismatch, kExit, kAbort, kShmFull };
+enum class Fault { kNone, kKill, kStop, kMismatch, kExit, kAbort, kShmFull, kLinkDown };
 const char* faultName(Fault f);
 
 enum class Coll { kAllReduce, kReduce, kBroadcast, kAllGather, kReduceScatter, kAlltoAll, kSendRecv };
@@ -32,12 +35,17 @@ struct Step {
 struct Job {
   uint64_t seed;
   int nranks;
+  int hosts = 1;            // 1: this host; 2: two namespace hosts, ranks placed host by host
+  int hostRanks[2] = {0, 0};
   int steps;
   Fault fault = Fault::kNone;
   int faultRank = -1;
   int faultStep = -1;
 
-  static Job fromSeed(uint64_t seed);
+  // twoHosts: namespace hosts are there, so the seed may draw a layout across two of them.
+  static Job fromSeed(uint64_t seed, bool twoHosts = false);
+  int hostOf(int rank) const { return hosts == 1 || rank < hostRanks[0] ? 0 : 1; }
+  int localRank(int rank) const { return rank - (hostOf(rank) == 0 ? 0 : hostRanks[0]); }
   // The same step on every rank (the mismatching rank changes its count itself).
   Step step(int i) const;
   std::string describe() const;

@@ -2,7 +2,8 @@
 // exactly, injects the job's fault when it is the faulty rank, and writes one line to
 // <outdir>/rank<R>: "ok <wrong results>" or "error <code> <ms the failing call took> <message>".
 //
-//   campaign_worker SEED OUTDIR      (CFX_UNIQUE_ID, CFX_RANK and CFX_NRANKS from the driver)
+//   campaign_worker SEED OUTDIR [hosts]   (the rendezvous, CFX_RANK and CFX_NRANKS from the driver;
+//                                          "hosts": the job was drawn with namespace hosts there)
 #include <signal.h>
 #include <unistd.h>
 
@@ -134,8 +135,8 @@ cfxResult_t issue(const Job& job, const Step& st, int me, size_t count, const vo
   return r;
 }
 
-int run(uint64_t seed, const std::string& outdir) {
-  const Job job = Job::fromSeed(seed);
+int run(uint64_t seed, const std::string& outdir, bool twoHosts) {
+  const Job job = Job::fromSeed(seed, twoHosts);
   const int me = std::atoi(std::getenv("CFX_RANK"));
   const std::string outPath = outdir + "/rank" + std::to_string(me);
   auto report = [&](const std::string& line) {
@@ -172,8 +173,10 @@ int run(uint64_t seed, const std::string& outdir) {
           break;
         case Fault::kStop: {
           const pid_t self = getpid();
-          const unsigned wake = static_cast<unsigned>(std::atoi(std::getenv("CFX_TIMEOUT"))) + 2;
-          if (fork() == 0) {  // continues it once the others have timed out
+          // Continues it once the others have failed: after the timeout, and across hosts after
+          // the up to 2 s more a wait gives the other host's word (Context::checkTimeout).
+          const unsigned wake = static_cast<unsigned>(std::atoi(std::getenv("CFX_TIMEOUT"))) + 4;
+          if (fork() == 0) {
             sleep(wake);
             kill(self, SIGCONT);
             _exit(0);
@@ -188,6 +191,12 @@ int run(uint64_t seed, const std::string& outdir) {
           side = std::thread([comm, seed] {
             std::this_thread::sleep_for(std::chrono::microseconds(seed % 3000));
             cfxCommAbort(comm);
+          });
+          break;
+        case Fault::kLinkDown:  // this host's only link; the driver sets it up again after the job
+          side = std::thread([seed] {
+            std::this_thread::sleep_for(std::chrono::microseconds(seed % 3000));
+            if (std::system("ip link set cfx0 down") != 0) std::abort();
           });
           break;
         case Fault::kNone:
@@ -229,9 +238,9 @@ int run(uint64_t seed, const std::string& outdir) {
 }  // namespace cfxcampaign
 
 int main(int argc, char** argv) {
-  if (argc != 3) {
-    std::fprintf(stderr, "usage: campaign_worker SEED OUTDIR\n");
+  if (argc != 3 && !(argc == 4 && std::string(argv[3]) == "hosts")) {
+    std::fprintf(stderr, "usage: campaign_worker SEED OUTDIR [hosts]\n");
     return 2;
   }
-  return cfxcampaign::run(std::strtoull(argv[1], nullptr, 10), argv[2]);
+  return cfxcampaign::run(std::strtoull(argv[1], nullptr, 10), argv[2], argc == 4);
 }

@@ -36,6 +36,13 @@ bool NetSchedule::progress(Context&) {
   return moved;
 }
 
+void NetSchedule::waitingAcross(std::vector<int>& ranks) const {
+  if (!posted_ || cur_ >= steps_.size()) return;
+  for (size_t i = 0; i < reqs_.size(); ++i) {
+    if (!reqs_[i]->finished()) ranks.push_back(steps_[cur_].xfers[i].peer);
+  }
+}
+
 std::string NetSchedule::describe(const Context&) const {
   std::string s = what_ + " step " + std::to_string(cur_ + 1) + "/" + std::to_string(steps_.size());
   if (cur_ >= steps_.size() || !posted_) return s;
@@ -69,6 +76,10 @@ void Sequence::waitingOn(const Context& ctx, std::vector<int>& ranks) const {
   if (cur_ < stages_.size()) stages_[cur_]->waitingOn(ctx, ranks);
 }
 
+void Sequence::waitingAcross(std::vector<int>& ranks) const {
+  if (cur_ < stages_.size()) stages_[cur_]->waitingAcross(ranks);
+}
+
 bool Parallel::progress(Context& ctx) {
   bool moved = false;
   for (auto& op : ops_) {
@@ -82,6 +93,18 @@ bool Parallel::done() const {
     if (!op->done()) return false;
   }
   return true;
+}
+
+void Parallel::waitingOn(const Context& ctx, std::vector<int>& ranks) const {
+  for (auto& op : ops_) {
+    if (!op->done()) op->waitingOn(ctx, ranks);
+  }
+}
+
+void Parallel::waitingAcross(std::vector<int>& ranks) const {
+  for (auto& op : ops_) {
+    if (!op->done()) op->waitingAcross(ranks);
+  }
 }
 
 std::string Parallel::describe(const Context& ctx) const {
@@ -132,6 +155,12 @@ void Lanes::waitingOn(const Context& ctx, std::vector<int>& ranks) const {
   if (cur_[0] < lanes_[0].size()) lanes_[0][cur_[0]].op->waitingOn(ctx, ranks);
 }
 
+void Lanes::waitingAcross(std::vector<int>& ranks) const {
+  for (int l = 0; l < 2; ++l) {
+    if (cur_[l] < lanes_[l].size()) lanes_[l][cur_[l]].op->waitingAcross(ranks);
+  }
+}
+
 namespace {
 
 class LocalAction final : public Op {
@@ -177,6 +206,9 @@ class NetP2p final : public Op {
            " bytes)";
   }
   void waitingOn(const Context&, std::vector<int>&) const override {}
+  void waitingAcross(std::vector<int>& ranks) const override {
+    if (req_ && !req_->finished()) ranks.push_back(peer_);
+  }
   bool isPointToPoint() const override { return true; }
   int peer() const override { return peer_; }
   bool isSend() const override { return send_; }

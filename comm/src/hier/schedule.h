@@ -47,6 +47,7 @@ class NetSchedule final : public Op {
   bool done() const override { return cur_ >= steps_.size(); }
   std::string describe(const Context& ctx) const override;
   void waitingOn(const Context&, std::vector<int>&) const override {}
+  void waitingAcross(std::vector<int>& ranks) const override;
 
  private:
   NetEnv env_;
@@ -79,6 +80,7 @@ class Sequence final : public Op {
   bool done() const override { return cur_ >= stages_.size(); }
   std::string describe(const Context& ctx) const override;
   void waitingOn(const Context& ctx, std::vector<int>& ranks) const override;
+  void waitingAcross(std::vector<int>& ranks) const override;
 
  private:
   Scratch scratch_;
@@ -93,7 +95,8 @@ class Parallel final : public Op {
   bool progress(Context& ctx) override;
   bool done() const override;
   std::string describe(const Context& ctx) const override;
-  void waitingOn(const Context&, std::vector<int>&) const override {}
+  void waitingOn(const Context& ctx, std::vector<int>& ranks) const override;
+  void waitingAcross(std::vector<int>& ranks) const override;
 
  private:
   std::vector<std::unique_ptr<Op>> ops_;
@@ -113,6 +116,7 @@ class Lanes final : public Op {
   bool done() const override;
   std::string describe(const Context& ctx) const override;
   void waitingOn(const Context& ctx, std::vector<int>& ranks) const override;
+  void waitingAcross(std::vector<int>& ranks) const override;
 
  private:
   struct Item {

@@ -22,6 +22,8 @@ class Op {
   virtual std::string describe(const Context& ctx) const = 0;
   // The local ranks whose progress this operation is blocked on now (checked for liveness).
   virtual void waitingOn(const Context& ctx, std::vector<int>& ranks) const = 0;
+  // The communicator ranks on other hosts whose transfers this operation is blocked on now.
+  virtual void waitingAcross(std::vector<int>& /*ranks*/) const {}
   // Point-to-point operations progress concurrently, one at a time per (peer, direction);
   // collectives run one after another in issue order.
   virtual bool isPointToPoint() const { return false; }
