@@ -205,9 +205,15 @@ std::string mustName(const Job& job, int rank, const std::string& line) {
                  ? ""
                  : "rank " + f + " aborted";
     case Fault::kMismatch:
+    case Fault::kMismatchColl: {
       // A count that differs only on Send/Recv with a zero count (which sends nothing, as in
-      // NCCL) cannot be seen as a mismatch: the ranks end up waiting for each other.
-      return line.find("wait for each other") != std::string::npos ? "rank " + f : "mismatch";
+      // NCCL) cannot be seen as a mismatch: the ranks end up waiting for each other (on one host
+      // the message reports that cycle; across hosts the chain), naming the rank. Calls that
+      // leave ranks waiting for each other are reported as that cycle, naming the rank too.
+      const Step st = job.step(job.faultStep);
+      const bool zeroP2p = st.coll == Coll::kSendRecv && st.count == 0;
+      return zeroP2p || line.find("wait for each other") != std::string::npos ? "rank " + f : "mismatch";
+    }
     case Fault::kShmFull: return "MiB is needed";
     case Fault::kLinkDown:  // any rank across the link
       for (int k = 0; k < job.nranks; ++k) {
@@ -331,7 +337,8 @@ void runJob(const Options& o, uint64_t seed, Totals& t) {
       continue;
     }
     // kShmFull: every rank (no faulty one); kLinkDown: the rank that set its link down as well.
-    const bool survivor = !isFaulty || job.fault == Fault::kMismatch || job.fault == Fault::kLinkDown;
+    const bool survivor = !isFaulty || job.fault == Fault::kMismatch || job.fault == Fault::kMismatchColl ||
+                          job.fault == Fault::kLinkDown;
     if (!survivor || hung) continue;
     if (line.rfind("error ", 0) != 0) {
       ++t.noError;

@@ -4,7 +4,7 @@
 // A job is 1-4 ranks on this host, or, when the driver runs inside tests/netns/hosts.sh, a third
 // of the jobs 2 namespace hosts x 1-2 ranks, running a loop of random steps (collective, count,
 // datatype, op, root, on a stream or not, inside a group or not) with at most one fault: a rank
-// killed, stopped, calling a different count, exiting without destroying its communicator,
+// killed, stopped, calling a different count or collective, exiting without destroying its communicator,
 // aborting it from another thread, or (across hosts) setting its host's link down, at a random
 // step; or shared memory too small for the job at init (a 1 MiB tmpfs as CFX_SHM_DIR, which needs
 // root: without it that job runs clean). The layout is drawn apart from the rest, so a one-host
@@ -16,7 +16,7 @@
 
 namespace cfxcampaign {
 
-enum class Fault { kNone, kKill, kStop, kMismatch, kExit, kAbort, kShmFull, kLinkDown };
+enum class Fault { kNone, kKill, kStop, kMismatch, kExit, kAbort, kShmFull, kLinkDown, kMismatchColl };
 const char* faultName(Fault f);
 
 enum class Coll { kAllReduce, kReduce, kBroadcast, kAllGather, kReduceScatter, kAlltoAll, kSendRecv };

@@ -185,6 +185,15 @@ int run(uint64_t seed, const std::string& outdir, bool twoHosts) {
           break;
         }
         case Fault::kMismatch: count += 3; break;  // 3 is no count a step uses
+        case Fault::kMismatchColl:
+          // A Send/Recv step's peers take no collective, and a collective of count 0 does
+          // nothing (as in NCCL), so nobody could see it: a different count there.
+          if (st.coll == Coll::kSendRecv || st.count == 0) {
+            count += 3;
+          } else {
+            st.coll = st.coll == Coll::kAllReduce ? Coll::kAllGather : Coll::kAllReduce;
+          }
+          break;
         case Fault::kExit: _exit(0);
         case Fault::kAbort:
           aborted = true;

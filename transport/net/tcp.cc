@@ -349,10 +349,12 @@ class TcpTransport final : public Transport {
     }
     RecvMsg& m = it->second;
     if (c.hdr.totalBytes != m.bytes) {
-      m.req->fail(Status::kInvalidUsage, setup_.describeRank(c.peer) + " sent a message of " +
-                                             std::to_string(c.hdr.totalBytes) + " bytes, but the matching receive on " +
-                                             setup_.describeRank(setup_.rank) + " expects " + std::to_string(m.bytes) +
-                                             " bytes (mismatched calls)");
+      const std::string why = setup_.describeRank(c.peer) + " sent a message of " + std::to_string(c.hdr.totalBytes) +
+                              " bytes, but the matching receive on " + setup_.describeRank(setup_.rank) + " expects " +
+                              std::to_string(m.bytes) + " bytes (mismatched calls)";
+      m.req->fail(Status::kInvalidUsage, why);
+      // The sender learns why, not just that the connection closed.
+      sendNotice(peer, why);
       lose(c.peer, "mismatched message size");
       return false;
     }
