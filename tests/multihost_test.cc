@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -231,6 +232,43 @@ TEST(MultiHostFault, LinkCut) {
     EXPECT_TRUE(msg.find("timed out") != std::string::npos || msg.find("lost the connection") != std::string::npos)
         << msg;
   }, o);
+}
+
+// The last rank makes a different call from the others, with messages of the same sizes: over TCP
+// the messages carry their call, so every rank fails with a mismatch well before CFX_TIMEOUT,
+// instead of reducing with the wrong op or waiting for each other. (UCX carries no call tags.)
+void expectMismatchAcrossHosts(const std::function<cfxResult_t(Rank&, float*, float*, size_t, bool odd)>& call) {
+  REQUIRE_LAYOUT(n);
+  const char* net = std::getenv("CFX_NET");
+  if (net != nullptr && std::string(net) == "ucx") GTEST_SKIP() << "UCX messages carry no call tags";
+  RunOptions o;
+  o.env = {"CFX_TIMEOUT=30"};
+  for (size_t count : {size_t{7}, size_t{1} << 20}) {
+    runRanks(n, [n, count, &call](Rank& rk) {
+      std::vector<float> a(count * n, 1.0f), b(count * n);
+      CFX_ASSERT_OK(cfxAllReduce(a.data(), b.data(), count, cfxFloat32, cfxSum, rk.comm, nullptr));
+      auto t0 = Clock::now();
+      cfxResult_t r = call(rk, a.data(), b.data(), count, rk.rank == n - 1);
+      const double secs = since(t0);
+      EXPECT_NE(r, cfxSuccess) << "count " << count;
+      EXPECT_LT(secs, 10.0) << "count " << count;
+      std::string msg = cfxGetLastError(rk.comm);
+      EXPECT_NE(msg.find("mismatch"), std::string::npos) << "count " << count << ": " << msg;
+    }, o);
+  }
+}
+
+TEST(MultiHostFault, DifferentCollective) {
+  expectMismatchAcrossHosts([](Rank& rk, float* a, float* b, size_t count, bool odd) {
+    return odd ? cfxAllGather(a, b, count, cfxFloat32, rk.comm, nullptr)
+               : cfxAllReduce(a, b, count, cfxFloat32, cfxSum, rk.comm, nullptr);
+  });
+}
+
+TEST(MultiHostFault, DifferentOp) {
+  expectMismatchAcrossHosts([](Rank& rk, float* a, float* b, size_t count, bool odd) {
+    return cfxAllReduce(a, b, count, cfxFloat32, odd ? cfxMax : cfxSum, rk.comm, nullptr);
+  });
 }
 
 }  // namespace

@@ -1,10 +1,12 @@
 // Pieces of the network layer that need no second host: interface filters (NCCL's syntax), the
-// TCP wire checks, the host table and the bootstrap's address exchange encoding.
+// TCP wire checks, the host table, the bootstrap's address exchange encoding and the call tags
+// that messages between hosts carry.
 #include <gtest/gtest.h>
 
 #include "bootstrap/wire.h"
 #include "common/error.h"
 #include "hosts.h"
+#include "ops/call_tag.h"
 #include "transport/net/ifaces.h"
 #include "transport/net/tcp_wire.h"
 
@@ -44,7 +46,7 @@ TEST(IfaceFilter, DefaultSkipsLoopbackDockerVeth) {
 
 TEST(TcpWire, FrameAndHandshakeChecks) {
   using namespace net::tcp;
-  FrameHeader h{kFrameMagic, kWireVersion, 0, 100, 0, 7, 0, 100};
+  FrameHeader h{kFrameMagic, kWireVersion, 0, 100, 0, 7, 0, 100, 0};
   EXPECT_EQ(checkFrame(h), "");
   FrameHeader bad = h;
   bad.magic ^= 1;
@@ -96,6 +98,39 @@ TEST(BootstrapExchange, EncodingIsChecked) {
   EXPECT_THROW(bootstrap::decodeExchanged(enc, 2), Error);  // wrong count
   enc.pop_back();
   EXPECT_THROW(bootstrap::decodeExchanged(enc, 3), Error);  // truncated
+}
+
+// Every field of a call survives packing (the count modulo 2^36), a packed call is never 0 (0
+// means "not checked"), and calls that differ in any field pack differently.
+TEST(CallTag, PacksEveryField) {
+  OpDescriptor d;
+  d.coll = 5;
+  d.datatype = cfxBfloat16;
+  d.op = cfxAvg;
+  d.root = 65534;
+  d.count = (uint64_t{1} << 36) - 3;
+  OpDescriptor back = unpackCall(packCall(d));
+  EXPECT_EQ(back, d);
+  d.op = -1;
+  d.root = -1;
+  d.count = 0;
+  d.coll = 0;
+  d.datatype = 0;
+  EXPECT_NE(packCall(d), 0u);
+  EXPECT_EQ(unpackCall(packCall(d)), d);
+  OpDescriptor base{0, 0, cfxFloat32, cfxSum, -1, 7};
+  for (int field = 0; field < 5; ++field) {
+    OpDescriptor other = base;
+    if (field == 0) other.coll = 3;
+    if (field == 1) other.datatype = cfxFloat64;
+    if (field == 2) other.op = cfxMax;
+    if (field == 3) other.root = 0;
+    if (field == 4) other.count = 8;
+    EXPECT_NE(packCall(other), packCall(base)) << field;
+  }
+  EXPECT_EQ(describeCallTag(net::CallTag{packCall(base), 12}), "call #12 (AllReduce count 7 float sum)");
+  EXPECT_TRUE((net::CallTag{1, 2}).differsFrom(net::CallTag{1, 3}));
+  EXPECT_FALSE((net::CallTag{0, 2}).differsFrom(net::CallTag{1, 3}));  // unchecked
 }
 
 }  // namespace

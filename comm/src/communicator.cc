@@ -7,6 +7,7 @@
 #include <functional>
 
 #include "bootstrap/client.h"
+#include "ops/call_tag.h"
 #include "common/env.h"
 #include "common/log.h"
 #include "shm_layout.h"
@@ -191,6 +192,7 @@ void Communicator::connectNetwork(const Exchange& exchange, std::chrono::millise
   setup.wake = [ctx] { ctx->myBell().ring(); };
   const HostMap* hosts = &hosts_;
   setup.describeRank = [hosts](int r) { return hosts->describe(r); };
+  setup.describeCall = [](const net::CallTag& t) { return describeCallTag(t); };
   if (self_.nic >= 0) {
     setup.nic = topo_->nics[self_.nic].name;
     setup.nicIsRdma = topo_->nics[self_.nic].kind != topology::NicKind::kEth;
@@ -290,7 +292,8 @@ std::unique_ptr<Op> Communicator::collective(const CollArgs& a) const {
   const OpDescriptor d = callDescriptor(a);
   flight::Call call{collectiveName(d.coll), a.count, d.datatype, d.op, d.root};
   if (!transport_) return recorded(makeCollective(a, tuning_, size()), call);
-  return recorded(hier::makeHierCollective(a, hier_), call);
+  const uint32_t callSeq = calls_.fetch_add(1, std::memory_order_relaxed) + 1;
+  return recorded(hier::makeHierCollective(a, hier_, callSeq), call);
 }
 
 std::unique_ptr<Op> Communicator::send(const void* buf, size_t bytes, int peer) const {

@@ -5,6 +5,7 @@
 
 #include <sys/types.h>
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -88,6 +89,9 @@ class Communicator {
   topology::RankPlan self_;  // this rank's line of the plan made at init (kept through splits)
   std::function<void(const std::string&)> failureSink_;
   std::unique_ptr<flight::Recorder> recorder_;  // null when CFX_FLIGHT_RECORDER_ENTRIES=0
+  // Collective calls made so far (ops are built in call order, on the calling thread): the call
+  // number that messages across hosts carry (hier_ops.h).
+  mutable std::atomic<uint32_t> calls_{0};
   std::unique_ptr<flight::Registration> flightRegistration_;
   // Destroyed in reverse order: the engine (which runs operations on the transport and the
   // context) first, then the transport (whose thread wakes the context), then the context.

@@ -4,6 +4,7 @@
 
 #include "common/env.h"
 #include "common/log.h"
+#include "ops/call_tag.h"
 #include "reduce/kernels.h"
 #include "stall.h"
 #include "topology/cpus.h"
@@ -112,10 +113,9 @@ void Context::publish(const OpDescriptor& d) { control(rank_).desc[d.seq & 1] = 
 
 namespace {
 std::string describe(const OpDescriptor& d) {
-  std::string s = std::string(collectiveName(d.coll)) + " #" + std::to_string(d.seq) + " count " + std::to_string(d.count) +
-                  " " + reduce::dataTypeName(static_cast<cfxDataType_t>(d.datatype));
-  if (d.op >= 0) s += std::string(" ") + reduce::redOpName(static_cast<cfxRedOp_t>(d.op));
-  if (d.root >= 0) s += " root " + std::to_string(d.root);
+  std::string s = describeCall(d);
+  s.insert(std::string(collectiveName(d.coll)).size(), " #" + std::to_string(d.seq));
+  if (d.outer != 0) s += " (a step of " + describeCallTag(net::CallTag{d.outer, d.outerSeq}) + ")";
   return s;
 }
 }  // namespace
@@ -276,6 +276,11 @@ Context::StallReport Context::stallReport(const std::vector<int>& waited, int ac
   std::string text = name(s) + pidText(s) + " stalled: " + how;
   if (f.chain.size() > 1) text += "; " + chain;
   return {text, true};
+}
+
+void Context::fail(Status status, const std::string& message) {
+  poison(status, message);
+  throw Error(status, message);
 }
 
 int Context::waitingForOf(int r) const { return control(r).waitingFor.load(std::memory_order_relaxed) - 1; }

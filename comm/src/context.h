@@ -119,6 +119,8 @@ class Context {
   [[noreturn]] void failDeadPeer(int rank, const std::function<std::string()>& what);
   // Marks the communicator failed in shared memory so every peer stops waiting at once.
   void poison(Status status, const std::string& message);
+  // Poisons the communicator with `message` and throws it.
+  [[noreturn]] void fail(Status status, const std::string& message);
   void abort();
   bool aborted() const { return aborted_.load(std::memory_order_acquire); }
 

@@ -129,6 +129,15 @@ class BatchRunner {
     }
   }
 
+  // The first proof that a peer made a different call (Op::crossedCall), or empty.
+  std::string crossedCall() const {
+    for (auto& op : ops_) {
+      if (op->done()) continue;
+      if (std::string why = op->crossedCall(); !why.empty()) return why;
+    }
+    return {};
+  }
+
   std::string pending() const {
     std::string s;
     for (auto& op : ops_) {
@@ -183,6 +192,7 @@ bool executeBatch(Context& ctx, std::span<const std::unique_ptr<Op>> ops, const 
       // Checked after a fresh step that found nothing to do, never on stale state.
       if (observer) runner.report(*observer);
       ctx.checkAbortAndPoison(what);
+      if (std::string crossed = runner.crossedCall(); !crossed.empty()) ctx.fail(Status::kInvalidUsage, crossed);
       std::vector<int> waited = runner.waitedOn();
       auto first = std::find_if(waited.begin(), waited.end(), [&](int r) { return r != ctx.rank(); });
       const int across = runner.waitedAcross();

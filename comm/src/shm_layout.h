@@ -20,7 +20,7 @@
 namespace conflux {
 
 inline constexpr uint64_t kSegmentMagic = 0x43465853484d3031ull;  // "CFXSHM01"
-inline constexpr uint32_t kSegmentVersion = 6;
+inline constexpr uint32_t kSegmentVersion = 7;
 
 struct OpDescriptor {
   uint64_t seq = 0;
@@ -29,6 +29,11 @@ struct OpDescriptor {
   int32_t op = 0;
   int32_t root = 0;
   uint64_t count = 0;
+  // A step of a collective call that spans hosts: that call, packed (ops/call_tag.h), and its
+  // number among the communicator's collective calls; 0 for a call on one host.
+  uint64_t outer = 0;
+  uint32_t outerSeq = 0;
+  uint32_t reserved = 0;
   bool operator==(const OpDescriptor&) const = default;
 };
 // The name of collective `coll` (Coll in ops/op.h) for messages; "unknown collective" if out of range.

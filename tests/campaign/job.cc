@@ -45,12 +45,9 @@ Job Job::fromSeed(uint64_t seed, bool twoHosts) {
   int f = static_cast<int>(rng() % 8);
   j.fault = (f < 2 || j.nranks == 1) ? Fault::kNone : static_cast<Fault>(1 + (f - 2) % 6);
   if (j.hosts == 2 && j.fault != Fault::kNone && layout() % 4 == 0) j.fault = Fault::kLinkDown;
-  // Not across hosts yet: a rank there can fail with only "bootstrap: connection closed" (open).
-  if (j.hosts == 2 && j.fault == Fault::kShmFull) j.fault = Fault::kLinkDown;
-  // On one host, half the mismatches call a different collective instead of a different count
-  // (drawn apart, so the other jobs stay what they were). Not across hosts: there a different
-  // collective can end in a timeout that names the ranks' wait chain, not the mismatch (left open).
-  if (j.fault == Fault::kMismatch && j.hosts == 1 && std::mt19937_64(seed * 0x5851f42d4c957f2dull + 5)() % 2 == 0) {
+  // Half the mismatches call a different collective instead of a different count (drawn apart,
+  // so the other jobs stay what they were).
+  if (j.fault == Fault::kMismatch && std::mt19937_64(seed * 0x5851f42d4c957f2dull + 5)() % 2 == 0) {
     j.fault = Fault::kMismatchColl;
   }
   if (j.fault != Fault::kNone && j.fault != Fault::kShmFull) {

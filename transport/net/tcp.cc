@@ -47,6 +47,7 @@ struct RecvMsg {
   RequestPtr req;
   std::byte* buf;
   size_t bytes;
+  CallTag tag;
   size_t received = 0;
 };
 
@@ -80,6 +81,7 @@ struct Post {
   std::byte* buf;
   size_t bytes;
   uint64_t seq;
+  CallTag tag;
   RequestPtr req;
 };
 
@@ -134,11 +136,19 @@ class TcpTransport final : public Transport {
 
   const char* name() const override { return "tcp"; }
 
-  RequestPtr postSend(int peer, int channel, const void* buf, size_t bytes) override {
-    return post(true, peer, channel, static_cast<std::byte*>(const_cast<void*>(buf)), bytes);
+  RequestPtr postSend(int peer, int channel, const void* buf, size_t bytes, CallTag tag) override {
+    return post(true, peer, channel, static_cast<std::byte*>(const_cast<void*>(buf)), bytes, tag);
   }
-  RequestPtr postRecv(int peer, int channel, void* buf, size_t bytes) override {
-    return post(false, peer, channel, static_cast<std::byte*>(buf), bytes);
+  RequestPtr postRecv(int peer, int channel, void* buf, size_t bytes, CallTag tag) override {
+    return post(false, peer, channel, static_cast<std::byte*>(buf), bytes, tag);
+  }
+
+  std::string crossedCall(const CallTag& mine) const override {
+    std::lock_guard<std::mutex> lock(parkedMu_);
+    for (const auto& [conn, arrival] : parked_) {
+      if (arrival.tag.seq == mine.seq && arrival.tag.differsFrom(mine)) return callMismatch(arrival.peer, arrival.tag, mine);
+    }
+    return {};
   }
 
   // Synchronous: when it returns, the progress thread holds no pointer into user buffers.
@@ -152,14 +162,14 @@ class TcpTransport final : public Transport {
   }
 
  private:
-  RequestPtr post(bool send, int peer, int channel, std::byte* buf, size_t bytes) {
+  RequestPtr post(bool send, int peer, int channel, std::byte* buf, size_t bytes, CallTag tag) {
     auto req = std::make_shared<Request>();
     {
       std::lock_guard<std::mutex> lock(mu_);
       size_t k = static_cast<size_t>(peer) * kChannels + channel;
       // The channel rides in the sequence number's top bits.
       uint64_t seq = (send ? sendSeq_[k]++ : recvSeq_[k]++) | (static_cast<uint64_t>(channel) << 56);
-      posts_.push_back(Post{send, peer, buf, bytes, seq, req});
+      posts_.push_back(Post{send, peer, buf, bytes, seq, tag, req});
     }
     kick();
     return req;
@@ -229,10 +239,10 @@ class TcpTransport final : public Transport {
       if (p.send) {
         queueSend(peer, p);
       } else {
-        peer.recvs.emplace(p.seq, RecvMsg{p.req, p.buf, p.bytes});
+        peer.recvs.emplace(p.seq, RecvMsg{p.req, p.buf, p.bytes, p.tag});
         for (Conn* c : peer.conns) {
           if (c->parked) {
-            c->parked = false;
+            setParked(*c, false);
             readConn(*c);
           }
         }
@@ -249,8 +259,8 @@ class TcpTransport final : public Transport {
       Frame f{};
       size_t off = i * chunk;
       f.hdr = FrameHeader{tcp::kFrameMagic, tcp::kWireVersion, 0,
-                          static_cast<uint32_t>(std::min(chunk, p.bytes - std::min(off, p.bytes))), 0, p.seq, off,
-                          p.bytes};
+                          static_cast<uint32_t>(std::min(chunk, p.bytes - std::min(off, p.bytes))), p.tag.seq, p.seq, off,
+                          p.bytes, p.tag.call};
       f.data = p.buf + off;
       f.msg = msg;
       Conn* c = peer.conns[(p.seq + i) % peer.conns.size()];
@@ -344,18 +354,24 @@ class TcpTransport final : public Transport {
     }
     auto it = peer.recvs.find(c.hdr.seq);
     if (it == peer.recvs.end()) {
-      c.parked = true;  // the receive is not posted yet: leave the data in the kernel
+      setParked(c, true);  // the receive is not posted yet: leave the data in the kernel
       return true;
     }
     RecvMsg& m = it->second;
-    if (c.hdr.totalBytes != m.bytes) {
-      const std::string why = setup_.describeRank(c.peer) + " sent a message of " + std::to_string(c.hdr.totalBytes) +
-                              " bytes, but the matching receive on " + setup_.describeRank(setup_.rank) + " expects " +
-                              std::to_string(m.bytes) + " bytes (mismatched calls)";
+    const CallTag theirs{c.hdr.call, c.hdr.callSeq};
+    std::string why;
+    if (theirs.differsFrom(m.tag)) {
+      why = callMismatch(c.peer, theirs, m.tag);
+    } else if (c.hdr.totalBytes != m.bytes) {
+      why = setup_.describeRank(c.peer) + " sent a message of " + std::to_string(c.hdr.totalBytes) +
+            " bytes, but the matching receive on " + setup_.describeRank(setup_.rank) + " expects " +
+            std::to_string(m.bytes) + " bytes (mismatched calls)";
+    }
+    if (!why.empty()) {
       m.req->fail(Status::kInvalidUsage, why);
       // The sender learns why, not just that the connection closed.
       sendNotice(peer, why);
-      lose(c.peer, "mismatched message size");
+      lose(c.peer, "mismatched calls");
       return false;
     }
     c.target = &m;
@@ -382,7 +398,7 @@ class TcpTransport final : public Transport {
   void sendNotice(Peer& peer, const std::string& why) {
     if (peer.control == nullptr || !peer.control->sock.valid()) return;
     std::vector<char> buf(sizeof(FrameHeader) + kNoticeBytes, 0);
-    FrameHeader h{tcp::kFrameMagic, tcp::kWireVersion, 0, kNoticeBytes, 0, 0, 0, kNoticeBytes};
+    FrameHeader h{tcp::kFrameMagic, tcp::kWireVersion, 0, kNoticeBytes, 0, 0, 0, kNoticeBytes, 0};
     std::memcpy(buf.data(), &h, sizeof(h));
     std::memcpy(buf.data() + sizeof(h), why.data(), std::min<size_t>(why.size(), kNoticeBytes - 1));
     try {
@@ -428,6 +444,22 @@ class TcpTransport final : public Transport {
     }
   }
 
+  // A frame waits in the kernel for its receive to be posted; crossedCall() reads its tag.
+  void setParked(Conn& c, bool parked) {
+    c.parked = parked;
+    std::lock_guard<std::mutex> lock(parkedMu_);
+    if (parked) {
+      parked_[&c] = Arrival{c.peer, CallTag{c.hdr.call, c.hdr.callSeq}};
+    } else {
+      parked_.erase(&c);
+    }
+  }
+
+  std::string callMismatch(int peer, const CallTag& theirs, const CallTag& mine) const {
+    return "collective mismatch: " + setup_.describeRank(peer) + " sent a message of its " + setup_.describeCall(theirs) +
+           ", but " + setup_.describeRank(setup_.rank) + " is in its " + setup_.describeCall(mine);
+  }
+
   void lose(int p, const std::string& why) {
     Peer& peer = peers_[p];
     if (peer.lost) return;
@@ -451,6 +483,7 @@ class TcpTransport final : public Transport {
       for (auto& f : c->out) f.msg->req->fail(s, why);
       c->out.clear();
       c->target = nullptr;
+      setParked(*c, false);
       if (c->sock.valid()) {
         epoll_ctl(epfd_, EPOLL_CTL_DEL, c->sock.fd(), nullptr);
         // FIN after what was written; closing with unread data would reset the connection and
@@ -492,6 +525,13 @@ class TcpTransport final : public Transport {
   bool stop_ = false;
   std::string shutdownWhy_;
   std::string rootCause_;  // the first failure a peer's notice reported: relayed, not re-wrapped
+
+  struct Arrival {
+    int peer;
+    CallTag tag;
+  };
+  mutable std::mutex parkedMu_;  // guards parked_: written by the progress thread, read by waiters
+  std::map<const Conn*, Arrival> parked_;
 
   std::thread thread_;
 };

@@ -13,7 +13,7 @@ namespace conflux::net::tcp {
 
 inline constexpr uint32_t kHandshakeMagic = 0x43465848;  // "CFXH"
 inline constexpr uint32_t kFrameMagic = 0x43465846;      // "CFXF"
-inline constexpr uint16_t kWireVersion = 1;
+inline constexpr uint16_t kWireVersion = 2;
 inline constexpr uint32_t kMaxChunkBytes = 4u << 20;     // a frame's payload bound
 
 struct Handshake {
@@ -33,12 +33,13 @@ struct FrameHeader {
   uint16_t version;
   uint16_t reserved;
   uint32_t chunkBytes;
-  uint32_t reserved2;
+  uint32_t callSeq;     // the message's call tag (CallTag): number ...
   uint64_t seq;         // the message's number in this direction of the pair
   uint64_t offset;      // of this chunk within the message
   uint64_t totalBytes;  // of the whole message
+  uint64_t call;        // ... and packed call (0: not checked)
 };
-static_assert(sizeof(FrameHeader) == 40);
+static_assert(sizeof(FrameHeader) == 48);
 
 // Checks a handshake received by `me`; returns "" or why it is refused.
 std::string checkHandshake(const Handshake& h, uint64_t commHash, int me, int nranks, int nsocks);

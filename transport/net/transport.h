@@ -59,6 +59,19 @@ class Request {
 };
 using RequestPtr = std::shared_ptr<Request>;
 
+// The collective call a message belongs to: `call` packs the call's collective, datatype, op,
+// root and count (comm/src/hier/call_tag.h), `seq` is its number among the communicator's
+// collective calls, the same on every rank. Messages carry the sender's tag and receives the
+// receiver's, so ranks that called different collectives are told so instead of exchanging the
+// wrong data or waiting for each other. `call` 0: not checked (user Send/Recv).
+struct CallTag {
+  uint64_t call = 0;
+  uint32_t seq = 0;
+  bool operator==(const CallTag&) const = default;
+  // Both sides are checked, and they name different calls.
+  bool differsFrom(const CallTag& o) const { return call != 0 && o.call != 0 && !(*this == o); }
+};
+
 // Everything a transport needs from the communicator that creates it.
 struct TransportSetup {
   int rank = 0;
@@ -73,6 +86,8 @@ struct TransportSetup {
   std::function<void()> wake;
   // Describes a rank for messages ("rank 3 (host b, pid 42)").
   std::function<std::string(int)> describeRank;
+  // Describes a call tag for messages ("call #12 (AllReduce count 7 float32 sum)").
+  std::function<std::string(const CallTag&)> describeCall;
   // The NIC the topology plan chose for this rank (topology/plan.h), or empty: TCP uses that
   // interface when CFX_SOCKET_IFNAME selects it; UCX restricts itself to that RDMA device (port 1)
   // unless UCX_NET_DEVICES is set.
@@ -85,9 +100,14 @@ class Transport {
   virtual ~Transport() = default;
   virtual const char* name() const = 0;
   // Posts a message; `buf` must stay valid until the request finishes. A request to a peer whose
-  // connection was lost fails at once with kRemoteError.
-  virtual RequestPtr postSend(int peer, int channel, const void* buf, size_t bytes) = 0;
-  virtual RequestPtr postRecv(int peer, int channel, void* buf, size_t bytes) = 0;
+  // connection was lost fails at once with kRemoteError; a receive whose message carries a
+  // different call tag fails with kInvalidUsage, and the sender hears why.
+  virtual RequestPtr postSend(int peer, int channel, const void* buf, size_t bytes, CallTag tag) = 0;
+  virtual RequestPtr postRecv(int peer, int channel, void* buf, size_t bytes, CallTag tag) = 0;
+  // A message that arrived for no posted receive yet but belongs to another call with the same
+  // number as `mine` (the sender called a different collective): why, in words; else empty.
+  // Transports that cannot see arrivals before they are received return empty.
+  virtual std::string crossedCall(const CallTag& /*mine*/) const { return {}; }
   // Fails every pending request with `why` and closes all connections, so the peers see the loss
   // at once instead of waiting for their timeout. Idempotent; called when the communicator fails.
   virtual void shutdown(const std::string& why) = 0;

@@ -44,7 +44,10 @@ std::vector<uint8_t> Client::readFrame(MsgType expected) {
       throw Error(Status::kTimeout, "rank " + std::to_string(rank_) +
                                         ": timed out waiting for the other ranks to join (CFX_BOOTSTRAP_TIMEOUT)");
     }
-    throw Error(e.status(), std::string("bootstrap: ") + e.what());
+    // The root runs in one rank's process (rank 0's under launchers); when that process fails
+    // or exits during initialisation, the others lose it without a word.
+    throw Error(e.status(), "bootstrap: lost the root at " + root_ + " (it runs in the process that created the unique id, "
+                            "normally rank 0's, which may have failed or exited during initialisation): " + e.what());
   }
   std::string bad = validateHeader(h, secret_);
   if (!bad.empty() && isRefusal(h)) {

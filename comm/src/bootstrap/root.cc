@@ -1,6 +1,7 @@
 #include "bootstrap/root.h"
 
 #include <poll.h>
+#include <unistd.h>
 #include <sys/socket.h>
 
 #include <cerrno>
@@ -14,6 +15,7 @@
 #include "bootstrap/wire.h"
 #include "common/error.h"
 #include "common/log.h"
+#include "topology/host_id.h"
 
 namespace conflux::bootstrap {
 
@@ -31,6 +33,7 @@ struct Conn {
   uint64_t exchanges = 0;  // exchanges this rank has entered
   std::string blob;        // its blob for the current exchange
   bool saidBye = false;    // finished initialisation normally
+  bool ownProcess = false; // the rank runs in the process that runs this root
   bool closed = false;
 };
 
@@ -218,9 +221,11 @@ class RootServer {
       jobError_ = msg;
       logWarn("bootstrap root: " + msg);
     }
+    std::vector<Conn*> joined;
     for (auto& c : conns_) {
-      if (!c->closed && c->rank >= 0) sendError(*c, jobError_);
+      if (!c->closed && c->rank >= 0) joined.push_back(c.get());
     }
+    for (Conn* c : ownProcessLast(joined)) sendError(*c, jobError_);
     byRank_.clear();
   }
 
@@ -259,13 +264,26 @@ class RootServer {
     }
     if (peers_.empty()) peers_.resize(nranks_);
     peers_[h.rank] = PeerInfo{h.pid, h.hostId};
+    c.ownProcess = h.pid == getpid() && h.hostId == topology::hostId();
     byRank_[h.rank] = &c;
     if (static_cast<int>(byRank_.size()) == nranks_) {
       formed_ = true;
       auto welcome = encodeWelcome(peers_);
-      for (auto& [rank, conn] : byRank_) send(*conn, MsgType::kWelcome, welcome);
+      for (Conn* conn : ranksOwnLast()) send(*conn, MsgType::kWelcome, welcome);
       logInfo("bootstrap root: all " + std::to_string(nranks_) + " ranks joined");
     }
+  }
+
+  // Answers go to the ranks of other processes first: a rank of this process that hears a failure
+  // may exit at once, and this thread with it, before the others heard why.
+  static std::vector<Conn*> ownProcessLast(std::vector<Conn*> conns) {
+    std::stable_partition(conns.begin(), conns.end(), [](const Conn* c) { return !c->ownProcess; });
+    return conns;
+  }
+  std::vector<Conn*> ranksOwnLast() const {
+    std::vector<Conn*> conns;
+    for (auto& [rank, conn] : byRank_) conns.push_back(conn);
+    return ownProcessLast(std::move(conns));
   }
 
   void onBarrier(Conn& c, const StatusMsg& s) {
@@ -280,7 +298,7 @@ class RootServer {
     if (level <= released_) return;
     released_ = level;
     auto payload = encodeStatus(barrierStatus_);
-    for (auto& [rank, conn] : byRank_) {
+    for (Conn* conn : ranksOwnLast()) {
       if (!conn->closed) send(*conn, MsgType::kRelease, payload);
     }
     barrierStatus_ = StatusMsg{};
@@ -298,7 +316,7 @@ class RootServer {
     std::vector<std::string> blobs(nranks_);
     for (auto& [rank, conn] : byRank_) blobs[rank] = conn->blob;
     auto payload = encodeExchanged(blobs);
-    for (auto& [rank, conn] : byRank_) {
+    for (Conn* conn : ranksOwnLast()) {
       if (!conn->closed) send(*conn, MsgType::kExchanged, payload);
     }
   }

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "hier/net_algos.h"
+#include "ops/call_tag.h"
 #include "reduce/kernels.h"
 
 namespace conflux::hier {
@@ -60,10 +61,11 @@ struct Copy {
 
 class Builder {
  public:
-  Builder(const CollArgs& a, const HierEnv& e)
+  Builder(const CollArgs& a, const HierEnv& e, uint32_t callSeq)
       : a_(a), e_(e), p_(e), es_(reduce::dataTypeSize(a.datatype)), seq_(std::make_unique<Sequence>()) {
     comb_ = Combine{a.datatype, a.op, e.nranks};
     localOp_ = a.op == cfxAvg ? cfxSum : a.op;  // Avg divides once, at the end
+    e_.net.call = net::CallTag{packCall(callDescriptor(a)), callSeq};
   }
 
   std::unique_ptr<Op> build() {
@@ -75,16 +77,20 @@ class Builder {
       case Coll::kReduceScatter: reduceScatter(); break;
       case Coll::kAlltoAll: alltoAll(); break;
     }
-    return std::move(seq_);
+    return std::make_unique<CallScope>(e_.net, std::move(seq_));
   }
 
  private:
   std::byte* scratch(size_t elems) { return seq_->scratch().get(elems * es_); }
   const std::byte* send() const { return static_cast<const std::byte*>(a_.send); }
   std::byte* recv() const { return static_cast<std::byte*>(a_.recv); }
-  void local(Coll c, const void* s, void* r, size_t count, int root = -1) {
-    seq_->add(makeCollective(CollArgs{c, s, r, count, a_.datatype, localOp_, root}, *e_.tuning, p_.localSize));
+  // A shared-memory step of this call; its descriptor names the call, so local ranks in different
+  // calls fail with a mismatch even where the steps look alike.
+  std::unique_ptr<Op> step(Coll c, const void* s, void* r, size_t count, cfxRedOp_t op, int root = -1) const {
+    CollArgs args{c, s, r, count, a_.datatype, op, root, e_.net.call.call, e_.net.call.seq};
+    return makeCollective(args, *e_.tuning, p_.localSize);
   }
+  void local(Coll c, const void* s, void* r, size_t count, int root = -1) { seq_->add(step(c, s, r, count, localOp_, root)); }
   void action(std::function<void()> f) { seq_->add(makeLocalAction(std::move(f))); }
 
   std::unique_ptr<Op> netAllReduce(const Group& g, std::byte* buf, size_t count) {
@@ -133,9 +139,7 @@ class Builder {
         if (k < nchunks) {
           const size_t len = std::min(c, s - k * c), base = k * c * L;  // chunk k: [base, base + len L)
           std::byte* mine = recv() + (base + p_.local * len) * es_;
-          int rs = lanes->add(0, makeCollective(CollArgs{Coll::kReduceScatter, send() + base * es_, mine, len,
-                                                         a_.datatype, localOp_, -1},
-                                                *e_.tuning, L));
+          int rs = lanes->add(0, step(Coll::kReduceScatter, send() + base * es_, mine, len, localOp_));
           int ar = lanes->add(1, netAllReduce(group, mine, len), rs);
           if (prevAr >= 0) addGather(*lanes, k - 1, c, s, prevAr);
           prevAr = ar;
@@ -157,10 +161,7 @@ class Builder {
     const int L = p_.localSize;
     const size_t len = std::min(c, s - k * c), base = k * c * L;
     std::byte* mine = recv() + (base + p_.local * len) * es_;
-    lanes.add(0,
-              makeCollective(CollArgs{Coll::kAllGather, mine, recv() + base * es_, len, a_.datatype, localOp_, -1},
-                             *e_.tuning, L),
-              ar);
+    lanes.add(0, step(Coll::kAllGather, mine, recv() + base * es_, len, localOp_), ar);
   }
 
   // Reduce: inside each host to its leader (the root on the root's host), then a binomial tree
@@ -302,7 +303,7 @@ class Builder {
     inHost->add(makeLocalAction([cp = Copy{es_}, &mates, P, src, c, L] {
       for (int l = 0; l < L; ++l) cp(P + l * c * cp.es, src + mates[l] * c * cp.es, c);
     }));
-    inHost->add(makeCollective(CollArgs{Coll::kAlltoAll, P, Q, c, a_.datatype, cfxSum, -1}, *e_.tuning, L));
+    inHost->add(step(Coll::kAlltoAll, P, Q, c, cfxSum));
     inHost->add(makeLocalAction([cp = Copy{es_}, &mates, r = recv(), Q, c, L] {
       for (int l = 0; l < L; ++l) cp(r + mates[l] * c * cp.es, Q + l * c * cp.es, c);
     }));
@@ -325,7 +326,9 @@ class Builder {
 
 }  // namespace
 
-std::unique_ptr<Op> makeHierCollective(const CollArgs& a, const HierEnv& env) { return Builder(a, env).build(); }
+std::unique_ptr<Op> makeHierCollective(const CollArgs& a, const HierEnv& env, uint32_t callSeq) {
+  return Builder(a, env, callSeq).build();
+}
 
 std::unique_ptr<Op> makeHierSend(const HierEnv& env, const void* buf, size_t bytes, int peer) {
   const HostMap& h = *env.hosts;

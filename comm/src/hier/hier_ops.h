@@ -19,7 +19,9 @@ struct HierEnv {
   int nranks = 0;
 };
 
-std::unique_ptr<Op> makeHierCollective(const CollArgs& a, const HierEnv& env);
+// `callSeq`: the call's number among the communicator's collective calls (the same on every
+// rank); its messages and shared-memory steps carry it, so ranks in different calls find out.
+std::unique_ptr<Op> makeHierCollective(const CollArgs& a, const HierEnv& env, uint32_t callSeq);
 // Send/Recv to any rank: shared memory on this host, the network otherwise.
 std::unique_ptr<Op> makeHierSend(const HierEnv& env, const void* buf, size_t bytes, int peer);
 std::unique_ptr<Op> makeHierRecv(const HierEnv& env, void* buf, size_t bytes, int peer);

@@ -9,8 +9,8 @@ bool NetSchedule::progress(Context&) {
     if (!posted_) {
       reqs_.clear();
       for (const Xfer& x : s.xfers) {
-        reqs_.push_back(x.send ? env_.transport->postSend(x.peer, x.channel, x.buf, x.bytes)
-                               : env_.transport->postRecv(x.peer, x.channel, x.buf, x.bytes));
+        reqs_.push_back(x.send ? env_.transport->postSend(x.peer, x.channel, x.buf, x.bytes, env_.call)
+                               : env_.transport->postRecv(x.peer, x.channel, x.buf, x.bytes, env_.call));
       }
       posted_ = true;
       lastMoved_ = 0;
@@ -188,8 +188,8 @@ class NetP2p final : public Op {
   bool progress(Context&) override {
     bool moved = false;
     if (!req_) {
-      req_ = send_ ? env_.transport->postSend(peer_, net::kP2pChannel, buf_, bytes_)
-                   : env_.transport->postRecv(peer_, net::kP2pChannel, buf_, bytes_);
+      req_ = send_ ? env_.transport->postSend(peer_, net::kP2pChannel, buf_, bytes_, net::CallTag{})
+                   : env_.transport->postRecv(peer_, net::kP2pChannel, buf_, bytes_, net::CallTag{});
       moved = true;
     }
     if (req_->state() == net::Request::State::kFailed) throw Error(req_->errorStatus(), req_->errorMessage());

@@ -24,6 +24,7 @@ struct NetEnv {
   net::Transport* transport = nullptr;
   const HostMap* hosts = nullptr;
   int rank = -1;
+  net::CallTag call;  // the collective call whose messages these are (empty for user Send/Recv)
 };
 
 struct Xfer {
@@ -100,6 +101,23 @@ class Parallel final : public Op {
 
  private:
   std::vector<std::unique_ptr<Op>> ops_;
+};
+
+// One collective call across hosts, whole: runs its operation, and can tell when a message from
+// another host already shows that its sender is in a different call with the same number.
+class CallScope final : public Op {
+ public:
+  CallScope(NetEnv env, std::unique_ptr<Op> op) : env_(env), op_(std::move(op)) {}
+  bool progress(Context& ctx) override { return op_->progress(ctx); }
+  bool done() const override { return op_->done(); }
+  std::string describe(const Context& ctx) const override { return op_->describe(ctx); }
+  void waitingOn(const Context& ctx, std::vector<int>& ranks) const override { op_->waitingOn(ctx, ranks); }
+  void waitingAcross(std::vector<int>& ranks) const override { op_->waitingAcross(ranks); }
+  std::string crossedCall() const override { return env_.transport->crossedCall(env_.call); }
+
+ private:
+  NetEnv env_;
+  std::unique_ptr<Op> op_;
 };
 
 // Two lanes of operations that overlap: each lane runs its operations in order, and an

@@ -14,6 +14,8 @@ OpDescriptor callDescriptor(const CollArgs& a) {
   d.op = reduces ? a.op : -1;
   d.root = a.root;
   d.count = a.count;
+  d.outer = a.outerCall;
+  d.outerSeq = a.outerSeq;
   return d;
 }
 

@@ -24,6 +24,9 @@ class Op {
   virtual void waitingOn(const Context& ctx, std::vector<int>& ranks) const = 0;
   // The communicator ranks on other hosts whose transfers this operation is blocked on now.
   virtual void waitingAcross(std::vector<int>& /*ranks*/) const {}
+  // Proof already in hand that a peer made a different collective call (a message of its call
+  // with the same number arrived): why, in words; else empty. Checked while the wait sleeps.
+  virtual std::string crossedCall() const { return {}; }
   // Point-to-point operations progress concurrently, one at a time per (peer, direction);
   // collectives run one after another in issue order.
   virtual bool isPointToPoint() const { return false; }
@@ -44,6 +47,10 @@ struct CollArgs {
   cfxDataType_t datatype;
   cfxRedOp_t op;  // ignored for data-movement collectives
   int root;       // -1 where the collective has none
+  // A step of a collective call that spans hosts: that call (ops/call_tag.h) and its number, so
+  // ranks on this host that made different calls find out here; 0 otherwise.
+  uint64_t outerCall = 0;
+  uint32_t outerSeq = 0;
 };
 
 // Everything ranks must agree on for a collective call (collective, datatype, op where it
