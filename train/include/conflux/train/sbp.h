@@ -111,6 +111,8 @@ class CFX_TRAIN_API Placement {
   cfxComm_t axisComm(int axis) const;
 
  private:
+  friend void boxing(const Placement&, const void*, const Signature&, void*, const Signature&, const Shape&,
+                     cfxDataType_t);
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
