@@ -2,36 +2,10 @@
 // reverse, accumulating parameter gradients.
 #include <cmath>
 
+#include "block_ops.h"
 #include "layers.h"
-#include "linalg.h"
 
 namespace conflux::train::ref {
-namespace {
-
-constexpr float kGeluC = 0.7978845608028654f;  // sqrt(2 / pi)
-
-float gelu(float x) { return 0.5f * x * (1.0f + std::tanh(kGeluC * (x + 0.044715f * x * x * x))); }
-float geluGrad(float x) {
-  float t = std::tanh(kGeluC * (x + 0.044715f * x * x * x));
-  return 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * kGeluC * (1.0f + 3.0f * 0.044715f * x * x);
-}
-
-// out = x W (+ b unless null), W stored [in, out].
-void linear(const Act& x, const float* W, const float* b, int out, Act& y) {
-  y.resize(x.rows, out);
-  matmul(x.v.data(), W, y.v.data(), x.rows, x.cols, out, false);
-  if (b != nullptr) addBias(y.v.data(), b, x.rows, out);
-}
-
-// Accumulates dW, db from (x, dy); writes or adds dx = dy W^T.
-void linearBackward(const Act& x, const Act& dy, const float* W, float* dW, float* db, Act& dx, bool accumulate) {
-  matmulTnAcc(x.v.data(), dy.v.data(), dW, dy.rows, x.cols, dy.cols);
-  if (db != nullptr) biasGrad(dy.v.data(), db, dy.rows, dy.cols);
-  if (!accumulate) dx.resize(dy.rows, x.cols);
-  matmulNt(dy.v.data(), W, dx.v.data(), dy.rows, dy.cols, x.cols, accumulate);
-}
-
-}  // namespace
 
 TransformerBlock::TransformerBlock(std::string name, const TransformerConfig& c)
     : Layer(std::move(name)), dim_(c.dim), heads_(c.heads), ffn_(c.ffn) {
@@ -65,82 +39,13 @@ void TransformerBlock::init(float* w, Rng& rng) const {
   }
 }
 
-void TransformerBlock::attentionForward(int T) {
-  const int rows = q_.rows, d = dim_ / heads_, nseq = rows / T;
-  const float scale = 1.0f / std::sqrt(static_cast<float>(d));
-  o_.resize(rows, dim_);
-  probs_.assign(static_cast<size_t>(nseq) * heads_ * T * T, 0.0f);
-  std::vector<float> s(static_cast<size_t>(T));
-  for (int sq = 0; sq < nseq; ++sq) {
-    for (int h = 0; h < heads_; ++h) {
-      float* P = probs_.data() + (static_cast<size_t>(sq) * heads_ + h) * T * T;
-      for (int i = 0; i < T; ++i) {
-        const float* qi = q_.row(sq * T + i) + h * d;
-        float mx = -INFINITY;
-        for (int j = 0; j <= i; ++j) {
-          s[static_cast<size_t>(j)] = dot(qi, k_.row(sq * T + j) + h * d, d) * scale;
-          mx = std::fmax(mx, s[static_cast<size_t>(j)]);
-        }
-        float sum = 0;
-        for (int j = 0; j <= i; ++j) {
-          s[static_cast<size_t>(j)] = std::exp(s[static_cast<size_t>(j)] - mx);
-          sum += s[static_cast<size_t>(j)];
-        }
-        float* oi = o_.row(sq * T + i) + h * d;
-        for (int j = 0; j <= i; ++j) {
-          const float p = s[static_cast<size_t>(j)] / sum;
-          P[static_cast<size_t>(i) * T + j] = p;
-          const float* vj = v_.row(sq * T + j) + h * d;
-          for (int c = 0; c < d; ++c) oi[c] += p * vj[c];
-        }
-      }
-    }
-  }
-}
-
-void TransformerBlock::attentionBackward(int T, const Act& dO, Act& dQ, Act& dK, Act& dV) const {
-  const int rows = q_.rows, d = dim_ / heads_, nseq = rows / T;
-  const float scale = 1.0f / std::sqrt(static_cast<float>(d));
-  dQ.resize(rows, dim_);
-  dK.resize(rows, dim_);
-  dV.resize(rows, dim_);
-  std::vector<float> dP(static_cast<size_t>(T));
-  for (int sq = 0; sq < nseq; ++sq) {
-    for (int h = 0; h < heads_; ++h) {
-      const float* P = probs_.data() + (static_cast<size_t>(sq) * heads_ + h) * T * T;
-      for (int i = 0; i < T; ++i) {
-        const float* doi = dO.row(sq * T + i) + h * d;
-        const float* pi = P + static_cast<size_t>(i) * T;
-        float weighted = 0;
-        for (int j = 0; j <= i; ++j) {
-          dP[static_cast<size_t>(j)] = dot(doi, v_.row(sq * T + j) + h * d, d);
-          weighted += pi[j] * dP[static_cast<size_t>(j)];
-          float* dvj = dV.row(sq * T + j) + h * d;
-          for (int c = 0; c < d; ++c) dvj[c] += pi[j] * doi[c];
-        }
-        float* dqi = dQ.row(sq * T + i) + h * d;
-        const float* qi = q_.row(sq * T + i) + h * d;
-        for (int j = 0; j <= i; ++j) {
-          const float ds = pi[j] * (dP[static_cast<size_t>(j)] - weighted) * scale;
-          const float* kj = k_.row(sq * T + j) + h * d;
-          float* dkj = dK.row(sq * T + j) + h * d;
-          for (int c = 0; c < d; ++c) {
-            dqi[c] += ds * kj[c];
-            dkj[c] += ds * qi[c];
-          }
-        }
-      }
-    }
-  }
-}
-
 void TransformerBlock::forward(const Batch& batch, const Act& in, Act& out) {
   x_ = in;
   layerNormForward(x_, w(ln1g_), w(ln1b_), a_, ln1_);
   linear(a_, w(wq_), w(bq_), dim_, q_);
   linear(a_, w(wk_), nullptr, dim_, k_);
   linear(a_, w(wv_), w(bv_), dim_, v_);
-  attentionForward(batch.seqLen);
+  causalAttentionForward(q_, k_, v_, batch.seqLen, heads_, o_, probs_);
   Act y;
   linear(o_, w(wo_), w(bo_), dim_, y);
   x1_ = x_;
@@ -165,7 +70,7 @@ void TransformerBlock::backward(const Batch& batch, const Act& dout, Act& din) {
   // Attention branch: x1 = x + out_proj(attn(q, k, v)), q, k, v = proj(LN1(x)).
   Act dO, dQ, dK, dV, da;
   linearBackward(o_, dx1, w(wo_), g(wo_), g(bo_), dO, false);
-  attentionBackward(batch.seqLen, dO, dQ, dK, dV);
+  causalAttentionBackward(q_, k_, v_, probs_, batch.seqLen, heads_, dO, dQ, dK, dV);
   linearBackward(a_, dQ, w(wq_), g(wq_), g(bq_), da, false);
   linearBackward(a_, dK, w(wk_), g(wk_), nullptr, da, true);
   linearBackward(a_, dV, w(wv_), g(wv_), g(bv_), da, true);

@@ -61,9 +61,6 @@ class TransformerBlock : public Layer {
   void backward(const Batch& batch, const Act& dout, Act& din) override;
 
  private:
-  void attentionForward(int seqLen);
-  void attentionBackward(int seqLen, const Act& dO, Act& dQ, Act& dK, Act& dV) const;
-
   int dim_, heads_, ffn_;
   size_t ln1g_, ln1b_, wq_, bq_, wk_, wv_, bv_, wo_, bo_, ln2g_, ln2b_, w1_, b1_, w2_, b2_;
   // Forward caches for backward.

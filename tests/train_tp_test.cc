@@ -1,0 +1,192 @@
+// Tensor parallelism (Megatron) over real ranks: a transformer block split over 1, 2 and 4 ranks,
+// with and without sequence parallelism, against the one-process block: the output, the input
+// gradient and every parameter gradient (each rank's slice) within 1e-5 relative, after two
+// forward/backward passes so that gradients accumulate. The split layers' own pairing of
+// communication is checked directly, and a layout the group cannot split is refused.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "conflux/train/ref/model.h"
+#include "conflux/train/ref/tensor_parallel.h"
+#include "conflux/train/tp.h"
+#include "harness.h"
+
+namespace cfxtest {
+namespace {
+
+namespace ref = conflux::train::ref;
+namespace tp = conflux::train::tp;
+using conflux::train::Error;
+
+// |got - want| / max(|want|, 1) over every element (as the sequence-parallel tests measure):
+// relative for elements of magnitude 1 and more, absolute below. The worst.
+double worstRelative(const float* got, const float* want, size_t n) {
+  double worst = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const double scale = std::max(std::fabs(static_cast<double>(want[i])), 1.0);
+    worst = std::max(worst, std::fabs(static_cast<double>(got[i]) - want[i]) / scale);
+  }
+  return worst;
+}
+
+ref::Act randomAct(int rows, int cols, uint64_t seed) {
+  ref::Act a;
+  a.resize(rows, cols);
+  ref::Rng rng(seed);
+  for (float& x : a.v) x = rng.uniform(1.0f);
+  return a;
+}
+
+ref::Act rowsOf(const ref::Act& a, int begin, int count) {
+  ref::Act out;
+  out.resize(count, a.cols);
+  std::copy(a.row(begin), a.row(begin) + static_cast<size_t>(count) * a.cols, out.v.begin());
+  return out;
+}
+
+void blockMatchesOneProcess(int n, bool sp) {
+  runRanks(n, [sp](Rank& rk) {
+    const ref::TransformerConfig c{32, 8, 16, 4, 32, 1};
+    const ref::Batch batch = ref::makeTokenBatch(c, 3, 7);  // 3 sequences of 8 tokens
+    ref::Model whole = ref::makeTransformer(c);
+    whole.allocate(11);
+    ref::Layer& block = whole.layer(1);
+    tp::Group group(rk.comm, sp);
+    auto tpBlock = ref::makeTensorParallelBlock("tp", c, group);
+    std::vector<float> w(tpBlock->numParams()), g(tpBlock->numParams(), 0.0f);
+    ref::shardTransformerBlock(c, group.size(), group.rank(), whole.params(1), w.data());
+    tpBlock->bind(w.data(), g.data());
+    whole.zeroGrad();
+
+    const int rows = batch.rows, begin = group.rowBegin(rows), local = group.localRows(rows);
+    for (int pass = 0; pass < 2; ++pass) {
+      const ref::Act x = randomAct(rows, c.dim, 100 + pass), dout = randomAct(rows, c.dim, 200 + pass);
+      ref::Act y, din, yLocal, dinLocal;
+      block.forward(batch, x, y);
+      block.backward(batch, dout, din);
+      tpBlock->forward(batch, rowsOf(x, begin, local), yLocal);
+      tpBlock->backward(batch, rowsOf(dout, begin, local), dinLocal);
+      ASSERT_EQ(yLocal.rows, local);
+      EXPECT_LT(worstRelative(yLocal.v.data(), rowsOf(y, begin, local).v.data(), yLocal.v.size()), 1e-5) << "pass " << pass;
+      EXPECT_LT(worstRelative(dinLocal.v.data(), rowsOf(din, begin, local).v.data(), dinLocal.v.size()), 1e-5)
+          << "pass " << pass;
+    }
+    std::vector<float> expected(g.size());
+    ref::shardTransformerBlock(c, group.size(), group.rank(), whole.grads(1), expected.data());
+    for (const auto& t : tpBlock->tensors()) {
+      EXPECT_LT(worstRelative(g.data() + t.offset, expected.data() + t.offset, t.count), 1e-5) << t.name;
+    }
+  });
+}
+
+TEST(TensorParallel, BlockOneRank) { blockMatchesOneProcess(1, false); }
+TEST(TensorParallel, BlockTwoRanks) { blockMatchesOneProcess(2, false); }
+TEST(TensorParallel, BlockFourRanks) { blockMatchesOneProcess(4, false); }
+TEST(TensorParallel, SequenceParallelBlockOneRank) { blockMatchesOneProcess(1, true); }
+TEST(TensorParallel, SequenceParallelBlockTwoRanks) { blockMatchesOneProcess(2, true); }
+TEST(TensorParallel, SequenceParallelBlockFourRanks) { blockMatchesOneProcess(4, true); }
+
+// Sequence parallelism with rows that do not divide: 3 sequences of 5 tokens on 2 and 4 ranks.
+void unevenRows(int n) {
+  runRanks(n, [](Rank& rk) {
+    const ref::TransformerConfig c{32, 5, 16, 4, 32, 1};
+    const ref::Batch batch = ref::makeTokenBatch(c, 3, 9);
+    ref::Model whole = ref::makeTransformer(c);
+    whole.allocate(3);
+    tp::Group group(rk.comm, true);
+    auto tpBlock = ref::makeTensorParallelBlock("tp", c, group);
+    std::vector<float> w(tpBlock->numParams()), g(tpBlock->numParams(), 0.0f);
+    ref::shardTransformerBlock(c, group.size(), group.rank(), whole.params(1), w.data());
+    tpBlock->bind(w.data(), g.data());
+    whole.zeroGrad();
+    const int rows = batch.rows, begin = group.rowBegin(rows), local = group.localRows(rows);
+    const ref::Act x = randomAct(rows, c.dim, 5), dout = randomAct(rows, c.dim, 6);
+    ref::Act y, din, yLocal, dinLocal;
+    whole.layer(1).forward(batch, x, y);
+    whole.layer(1).backward(batch, dout, din);
+    tpBlock->forward(batch, rowsOf(x, begin, local), yLocal);
+    tpBlock->backward(batch, rowsOf(dout, begin, local), dinLocal);
+    EXPECT_LT(worstRelative(yLocal.v.data(), rowsOf(y, begin, local).v.data(), yLocal.v.size()), 1e-5);
+    EXPECT_LT(worstRelative(dinLocal.v.data(), rowsOf(din, begin, local).v.data(), dinLocal.v.size()), 1e-5);
+    std::vector<float> expected(g.size());
+    ref::shardTransformerBlock(c, group.size(), group.rank(), whole.grads(1), expected.data());
+    EXPECT_LT(worstRelative(g.data(), expected.data(), g.size()), 1e-5);
+  });
+}
+
+TEST(TensorParallel, SequenceParallelUnevenRowsTwoRanks) { unevenRows(2); }
+TEST(TensorParallel, SequenceParallelUnevenRowsFourRanks) { unevenRows(4); }
+
+// The block's initial values are the one-process block's draws, sliced.
+TEST(TensorParallel, InitIsTheSliceOfTheOneProcessInit) {
+  runRanks(2, [](Rank& rk) {
+    const ref::TransformerConfig c{32, 8, 16, 4, 32, 1};
+    tp::Group group(rk.comm, false);
+    auto tpBlock = ref::makeTensorParallelBlock("tp", c, group);
+    ref::Model whole = ref::makeTransformer(c);
+    std::vector<float> full(whole.layer(1).numParams()), mine(tpBlock->numParams()), expected(mine.size());
+    ref::Rng a(42), b(42);
+    whole.layer(1).init(full.data(), a);
+    tpBlock->init(mine.data(), b);
+    ref::shardTransformerBlock(c, 2, group.rank(), full.data(), expected.data());
+    EXPECT_EQ(mine, expected);
+  });
+}
+
+// Megatron's pairing, element by element: a column-parallel layer's backward sums the input
+// gradient over the group (every rank gets the whole); a row-parallel layer's forward sums the
+// output, and its backward hands each rank the whole output gradient.
+TEST(TensorParallel, ColumnAndRowLayersPairTheirCommunication) {
+  runRanks(2, [](Rank& rk) {
+    tp::Group group(rk.comm, false);
+    ref::ColumnParallelLinear col(group, 2, 4);
+    ref::RowParallelLinear row(group, 4, 2);
+    ASSERT_EQ(col.localOut(), 2);
+    ASSERT_EQ(row.localIn(), 2);
+    const float r = static_cast<float>(group.rank());
+    // Column: W_local = [[1, 0], [0, 1]] * (r + 1); x = [1, 2].
+    std::vector<float> Wc = {r + 1, 0, 0, r + 1}, dWc(4, 0), dbc(2, 0);
+    ref::Act x, y, dy, dx;
+    x.resize(1, 2);
+    x.v = {1, 2};
+    col.forward(x, 1, Wc.data(), nullptr, y);
+    EXPECT_EQ(y.v, std::vector<float>({r + 1, 2 * (r + 1)}));
+    dy.resize(1, 2);
+    dy.v = {1, 1};
+    col.backward(dy, Wc.data(), dWc.data(), dbc.data(), dx);
+    EXPECT_EQ(dx.v, std::vector<float>({3, 3}));  // (1 + 2) on each input, summed over both ranks
+    // Row: x_local = [1, 1]; W_local = [[1, 0], [0, 1]] * (r + 1): y = sum over ranks = [3, 3], + b.
+    std::vector<float> Wr = {r + 1, 0, 0, r + 1}, br = {10, 20}, dWr(4, 0), dbr(2, 0);
+    ref::Act xr, yr, dyr, dxr;
+    xr.resize(1, 2);
+    xr.v = {1, 1};
+    row.forward(xr, Wr.data(), br.data(), yr);
+    EXPECT_EQ(yr.v, std::vector<float>({13, 23}));
+    dyr.resize(1, 2);
+    dyr.v = {1, 2};
+    row.backward(dyr, Wr.data(), dWr.data(), dbr.data(), dxr);
+    EXPECT_EQ(dxr.v, std::vector<float>({r + 1, 2 * (r + 1)}));
+    EXPECT_EQ(dbr, std::vector<float>({1, 2}));  // replicated: every rank's whole, not summed
+  });
+}
+
+TEST(TensorParallel, RefusesWhatTheGroupCannotSplit) {
+  runRanks(2, [](Rank& rk) {
+    tp::Group group(rk.comm, false);
+    const ref::TransformerConfig oddHeads{32, 8, 15, 3, 32, 1};
+    try {
+      ref::makeTensorParallelBlock("tp", oddHeads, group);
+      ADD_FAILURE() << "3 heads on 2 ranks accepted";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), cfxInvalidArgument);
+      EXPECT_NE(std::string(e.what()).find("heads"), std::string::npos) << e.what();
+    }
+  });
+}
+
+}  // namespace
+}  // namespace cfxtest
