@@ -1,10 +1,12 @@
 // Pipeline parallelism over real ranks: the reference transformer split into stages, trained with
 // GPipe, 1F1B and interleaved 1F1B (with and without recomputation), ends where one process on
-// the whole batch ends; so does pipeline x data parallelism on 2 x 2 ranks. A stage whose
+// the whole batch ends; so does pipeline x data parallelism on 2 x 2 ranks, and data x pipeline x
+// tensor parallelism on 2 x 2 x 2 ranks (Megatron's 3-D layout, every block tensor-parallel). A stage whose
 // callback fails takes its neighbours down with an error, not a hang. Partitioning balances cost.
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -12,6 +14,8 @@
 #include "conflux/train/pipeline/executor.h"
 #include "conflux/train/pipeline/partition.h"
 #include "conflux/train/ref/pipeline_stages.h"
+#include "conflux/train/ref/tensor_parallel.h"
+#include "conflux/train/sbp.h"
 #include "harness.h"
 #include "train_support.h"
 
@@ -80,9 +84,11 @@ pp::Schedule makeSchedule(const Config& c, int p) {
 }
 
 // Trains kSteps on replica `replica` of `replicas` (its slice of every batch), through `pipe`;
-// with replicas > 1, gradients are averaged across replicas by DDP on `dp`. Returns this rank's
-// layers' final parameters, with the reference's for the same layers.
-void trainPipeline(cfxComm_t pipe, cfxComm_t dp, int replica, int replicas, const Config& c) {
+// with replicas > 1, gradients are averaged across replicas by DDP on `dp`; with `tp`, every block
+// is tensor-parallel over that group. Compares this rank's layers' final parameters with the
+// reference's for the same layers (their slices, for tensor-parallel blocks).
+void trainPipeline(cfxComm_t pipe, cfxComm_t dp, int replica, int replicas, const Config& c,
+                   const conflux::train::tp::Group* tp = nullptr) {
   int p = 0, stage = 0;
   CFX_ASSERT_OK(cfxCommCount(pipe, &p));
   CFX_ASSERT_OK(cfxCommUserRank(pipe, &stage));
@@ -92,7 +98,9 @@ void trainPipeline(cfxComm_t pipe, cfxComm_t dp, int replica, int replicas, cons
   std::vector<int> bounds = pp::partition(layerCosts(), sched.virtualStages());
   std::vector<int> mine;
   for (int vs = stage; vs < sched.virtualStages(); vs += p) mine.push_back(vs);
-  ref::PipelineStages stages(makePipeModel, bounds, mine, pipeTransformer().dim, kInitSeed);
+  std::function<ref::Model()> factory = makePipeModel;
+  if (tp != nullptr) factory = [tp] { return ref::makeTensorParallelTransformer(pipeTransformer(), *tp); };
+  ref::PipelineStages stages(factory, bounds, mine, pipeTransformer().dim, kInitSeed);
   pp::Executor exec(pipe, sched, stages.functions(), pp::ExecutorOptions{c.recompute});
   auto o = makeOptimizer(c.opt);
   std::unique_ptr<train::DistributedDataParallel> ddp;
@@ -135,9 +143,15 @@ void trainPipeline(cfxComm_t pipe, cfxComm_t dp, int replica, int replicas, cons
   }
   std::vector<std::vector<float>> got, want;
   const auto ref = referenceParams(c.opt);
+  const int blocks = pipeTransformer().blocks;
   for (int l : stages.layers()) {
     got.emplace_back(stages.params(l), stages.params(l) + stages.numParams(l));
     want.push_back(ref[static_cast<size_t>(l)]);
+    if (tp != nullptr && l >= 1 && l <= blocks) {  // a tensor-parallel block: this rank's slice
+      std::vector<float> slice(stages.numParams(l));
+      ref::shardTransformerBlock(pipeTransformer(), tp->size(), tp->rank(), want.back().data(), slice.data());
+      want.back() = std::move(slice);
+    }
   }
   double diff = maxRelativeDiff(got, want);
   EXPECT_LE(diff, 1e-5) << what << ": stage " << stage << " differs from single-process training";
@@ -176,6 +190,21 @@ TEST(PipelineData, TwoByTwoMatchesSingleProcess) {
     trainPipeline(pc.pipeline, pc.replicas, pc.replica, 2, Config{"interleaved", 2, 2, false, Opt::kAdam});
     CFX_ASSERT_OK(cfxCommDestroy(pc.pipeline));
     CFX_ASSERT_OK(cfxCommDestroy(pc.replicas));
+  });
+}
+
+// Megatron's 3-D layout on 8 ranks: data x pipeline x tensor = 2 x 2 x 2, the communicators from
+// one placement (sbp.h: a 2 x 2 x 2 mesh of the world, one sub-communicator per axis; the tensor
+// axis varies fastest, so a tensor-parallel pair shares a host's memory first). 1F1B across the
+// pipeline, DDP across the replicas, every block split over its tensor-parallel pair: 3 steps end
+// within 1e-5 of one process.
+TEST(ThreeD, DataPipelineTensorMatchesSingleProcess) {
+  runRanks(8, [](Rank& rk) {
+    conflux::train::sbp::Placement mesh(rk.comm, {2, 2, 2});
+    const std::vector<int>& at = mesh.coords();
+    EXPECT_EQ(at[0] * 4 + at[1] * 2 + at[2], rk.rank);
+    conflux::train::tp::Group tp(mesh.axisComm(2), false);
+    trainPipeline(mesh.axisComm(1), mesh.axisComm(0), at[0], 2, Config{"1f1b", 3, 1, false, Opt::kSgd}, &tp);
   });
 }
 

@@ -193,6 +193,19 @@ std::unique_ptr<Layer> makeTensorParallelBlock(std::string name, const Transform
   return std::make_unique<TensorParallelBlock>(std::move(name), c, group);
 }
 
+Model makeTensorParallelTransformer(const TransformerConfig& c, const tp::Group& group) {
+  if (group.sequenceParallel()) {
+    throw Error(cfxInvalidArgument, "makeTensorParallelTransformer: the embedding and the head hold whole rows; "
+                                    "use a group without sequence parallelism");
+  }
+  if (c.heads <= 0 || c.dim % c.heads != 0) throw Error(cfxInvalidArgument, "makeTensorParallelTransformer: dim must divide into heads");
+  std::vector<std::unique_ptr<Layer>> layers;
+  layers.push_back(std::make_unique<Embedding>("embed", c.vocab, c.seqLen, c.dim));
+  for (int b = 0; b < c.blocks; ++b) layers.push_back(makeTensorParallelBlock("block" + std::to_string(b), c, group));
+  layers.push_back(std::make_unique<Head>("lm_head", c.dim, c.vocab, true));
+  return Model(std::move(layers));
+}
+
 void shardTransformerBlock(const TransformerConfig& c, int groupSize, int groupRank, const float* full, float* local) {
   const BlockSizes s(c, groupSize);
   const size_t d = s.d, dl = s.dl, fl = s.fl, f = static_cast<size_t>(c.ffn), r = static_cast<size_t>(groupRank);

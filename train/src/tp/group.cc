@@ -1,3 +1,4 @@
+#include <chrono>
 #include <cstring>
 #include <vector>
 
@@ -20,9 +21,12 @@ struct Group::Impl {
   bool sp;
   sbp::Placement placement;
   Impl(cfxComm_t c, bool s) : comm(c), sp(s), placement(c, {commSize(c)}) {}
+  mutable double seconds = 0;  // in box(), for Group::commSeconds
   // One boxing of a rows x cols fp32 activation.
   void box(const float* in, const Layout& from, float* out, const Layout& to, int rows, int cols) const {
+    const auto t0 = std::chrono::steady_clock::now();
     sbp::boxing(placement, in, {from}, out, {to}, {rows, cols}, cfxFloat32);
+    seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   }
   // The layout outside the region: rows split with sequence parallelism, whole otherwise.
   Layout outside() const { return sp ? Layout::split(0) : Layout::broadcast(); }
@@ -55,6 +59,8 @@ void Group::exitForward(const float* partial, float* y, int rows, int cols) cons
 void Group::exitBackward(const float* dy, float* dfull, int rows, int cols) const {
   impl_->box(dy, impl_->outside(), dfull, Layout::broadcast(), rows, cols);
 }
+
+double Group::commSeconds() const { return impl_->seconds; }
 
 void Group::addReplicatedGrad(float* g, const float* increment, size_t n) const {
   std::vector<float> whole(increment, increment + n);

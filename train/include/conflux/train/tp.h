@@ -58,6 +58,9 @@ class CFX_TRAIN_API Group {
   // group first (P -> B); otherwise every rank's increment is already the whole.
   void addReplicatedGrad(float* g, const float* increment, size_t n) const;
 
+  // Seconds spent in this group's communication so far (for step-time breakdowns).
+  double commSeconds() const;
+
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;

@@ -61,6 +61,12 @@ class RowParallelLinear {
 // these blocks starts where the one-process model does. The group must outlive the layer.
 std::unique_ptr<Layer> makeTensorParallelBlock(std::string name, const TransformerConfig& c, const tp::Group& group);
 
+// makeTransformer with every block tensor-parallel over `group` (embedding and head replicated in
+// the group, whose ranks compute them alike): layer i matches makeTransformer's layer i, its
+// initial values the slice of that layer's (Model::initLayer with the same seed). Without
+// sequence parallelism (the embedding and the head hold whole rows); the group must outlive it.
+Model makeTensorParallelTransformer(const TransformerConfig& c, const tp::Group& group);
+
 // This rank's slice of a one-process block's parameter (or gradient) buffer, in the tensor-
 // parallel block's layout: numParams of makeTensorParallelBlock(...) floats into `local`.
 void shardTransformerBlock(const TransformerConfig& c, int groupSize, int groupRank, const float* full, float* local);
