@@ -48,10 +48,12 @@ ref::Act rowsOf(const ref::Act& a, int begin, int count) {
   return out;
 }
 
-void blockMatchesOneProcess(int n, bool sp) {
-  runRanks(n, [sp](Rank& rk) {
-    const ref::TransformerConfig c{32, 8, 16, 4, 32, 1};
-    const ref::Batch batch = ref::makeTokenBatch(c, 3, 7);  // 3 sequences of 8 tokens
+// The tensor-parallel block of config `c` on `n` ranks against the one-process block, over
+// `passes` forward/backward passes (gradients accumulate): this rank's rows of the output and of
+// the input gradient, and its slice of every parameter gradient, within 1e-5.
+void blockMatchesOneProcess(int n, bool sp, ref::TransformerConfig c, int sequences, int passes) {
+  runRanks(n, [sp, c, sequences, passes](Rank& rk) {
+    const ref::Batch batch = ref::makeTokenBatch(c, sequences, 7);
     ref::Model whole = ref::makeTransformer(c);
     whole.allocate(11);
     ref::Layer& block = whole.layer(1);
@@ -63,7 +65,7 @@ void blockMatchesOneProcess(int n, bool sp) {
     whole.zeroGrad();
 
     const int rows = batch.rows, begin = group.rowBegin(rows), local = group.localRows(rows);
-    for (int pass = 0; pass < 2; ++pass) {
+    for (int pass = 0; pass < passes; ++pass) {
       const ref::Act x = randomAct(rows, c.dim, 100 + pass), dout = randomAct(rows, c.dim, 200 + pass);
       ref::Act y, din, yLocal, dinLocal;
       block.forward(batch, x, y);
@@ -83,43 +85,19 @@ void blockMatchesOneProcess(int n, bool sp) {
   });
 }
 
-TEST(TensorParallel, BlockOneRank) { blockMatchesOneProcess(1, false); }
-TEST(TensorParallel, BlockTwoRanks) { blockMatchesOneProcess(2, false); }
-TEST(TensorParallel, BlockFourRanks) { blockMatchesOneProcess(4, false); }
-TEST(TensorParallel, SequenceParallelBlockOneRank) { blockMatchesOneProcess(1, true); }
-TEST(TensorParallel, SequenceParallelBlockTwoRanks) { blockMatchesOneProcess(2, true); }
-TEST(TensorParallel, SequenceParallelBlockFourRanks) { blockMatchesOneProcess(4, true); }
+// 4 heads, ffn 32; 3 sequences of 8 tokens; two passes.
+const ref::TransformerConfig kBlock{32, 8, 16, 4, 32, 1};
+TEST(TensorParallel, BlockOneRank) { blockMatchesOneProcess(1, false, kBlock, 3, 2); }
+TEST(TensorParallel, BlockTwoRanks) { blockMatchesOneProcess(2, false, kBlock, 3, 2); }
+TEST(TensorParallel, BlockFourRanks) { blockMatchesOneProcess(4, false, kBlock, 3, 2); }
+TEST(TensorParallel, SequenceParallelBlockOneRank) { blockMatchesOneProcess(1, true, kBlock, 3, 2); }
+TEST(TensorParallel, SequenceParallelBlockTwoRanks) { blockMatchesOneProcess(2, true, kBlock, 3, 2); }
+TEST(TensorParallel, SequenceParallelBlockFourRanks) { blockMatchesOneProcess(4, true, kBlock, 3, 2); }
 
 // Sequence parallelism with rows that do not divide: 3 sequences of 5 tokens on 2 and 4 ranks.
-void unevenRows(int n) {
-  runRanks(n, [](Rank& rk) {
-    const ref::TransformerConfig c{32, 5, 16, 4, 32, 1};
-    const ref::Batch batch = ref::makeTokenBatch(c, 3, 9);
-    ref::Model whole = ref::makeTransformer(c);
-    whole.allocate(3);
-    tp::Group group(rk.comm, true);
-    auto tpBlock = ref::makeTensorParallelBlock("tp", c, group);
-    std::vector<float> w(tpBlock->numParams()), g(tpBlock->numParams(), 0.0f);
-    ref::shardTransformerBlock(c, group.size(), group.rank(), whole.params(1), w.data());
-    tpBlock->bind(w.data(), g.data());
-    whole.zeroGrad();
-    const int rows = batch.rows, begin = group.rowBegin(rows), local = group.localRows(rows);
-    const ref::Act x = randomAct(rows, c.dim, 5), dout = randomAct(rows, c.dim, 6);
-    ref::Act y, din, yLocal, dinLocal;
-    whole.layer(1).forward(batch, x, y);
-    whole.layer(1).backward(batch, dout, din);
-    tpBlock->forward(batch, rowsOf(x, begin, local), yLocal);
-    tpBlock->backward(batch, rowsOf(dout, begin, local), dinLocal);
-    EXPECT_LT(worstRelative(yLocal.v.data(), rowsOf(y, begin, local).v.data(), yLocal.v.size()), 1e-5);
-    EXPECT_LT(worstRelative(dinLocal.v.data(), rowsOf(din, begin, local).v.data(), dinLocal.v.size()), 1e-5);
-    std::vector<float> expected(g.size());
-    ref::shardTransformerBlock(c, group.size(), group.rank(), whole.grads(1), expected.data());
-    EXPECT_LT(worstRelative(g.data(), expected.data(), g.size()), 1e-5);
-  });
-}
-
-TEST(TensorParallel, SequenceParallelUnevenRowsTwoRanks) { unevenRows(2); }
-TEST(TensorParallel, SequenceParallelUnevenRowsFourRanks) { unevenRows(4); }
+const ref::TransformerConfig kOddRows{32, 5, 16, 4, 32, 1};
+TEST(TensorParallel, SequenceParallelUnevenRowsTwoRanks) { blockMatchesOneProcess(2, true, kOddRows, 3, 1); }
+TEST(TensorParallel, SequenceParallelUnevenRowsFourRanks) { blockMatchesOneProcess(4, true, kOddRows, 3, 1); }
 
 // The block's initial values are the one-process block's draws, sliced.
 TEST(TensorParallel, InitIsTheSliceOfTheOneProcessInit) {
