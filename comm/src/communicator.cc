@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 #include <functional>
+#include <new>
 
 #include "bootstrap/client.h"
 #include "ops/call_tag.h"
@@ -90,12 +91,18 @@ shm::Segment createSegment(uint64_t commHash, const SegmentPlan& sp) {
   return seg;
 }
 
+// A set-up step's outcome, whatever it threw: every rank must reach the barrier that follows with
+// its outcome, or its peers learn only that it disconnected during initialisation.
 Outcome capture(const std::function<void()>& f) {
   try {
     f();
     return {};
   } catch (const Error& e) {
     return Outcome{e.status(), e.what()};
+  } catch (const std::bad_alloc&) {
+    return Outcome{Status::kSystemError, "out of memory during initialisation"};
+  } catch (const std::exception& e) {
+    return Outcome{Status::kInternalError, e.what()};
   }
 }
 
