@@ -26,6 +26,21 @@ ref::TransformerConfig testTransformer() {
   return c;
 }
 
+ref::TransformerConfig pipeTransformer() {
+  ref::TransformerConfig c = testTransformer();
+  c.blocks = 6;
+  return c;
+}
+
+ref::Model makePipeModel() { return ref::makeTransformer(pipeTransformer()); }
+
+std::vector<double> pipeLayerCosts() {
+  ref::Model m = makePipeModel();
+  std::vector<double> costs;
+  for (int i = 0; i < m.layerCount(); ++i) costs.push_back(static_cast<double>(m.layer(i).numParams()));
+  return costs;
+}
+
 ref::Batch stepBatch(int step) { return ref::makeTokenBatch(testTransformer(), kSequences, 100 + static_cast<uint64_t>(step)); }
 
 std::vector<std::vector<float>> referenceTraining(Opt opt, int steps) {

@@ -26,6 +26,12 @@ constexpr uint64_t kInitSeed = 7;
 ref::TransformerConfig testTransformer();
 ref::Batch stepBatch(int step);
 
+// The pipeline tests' transformer: eight layers (embedding, six blocks, head), so p = 4 with v = 2
+// has a layer per virtual stage; each layer's cost for pipeline::partition is its parameters.
+ref::TransformerConfig pipeTransformer();
+ref::Model makePipeModel();
+std::vector<double> pipeLayerCosts();
+
 // One process, whole batch, `steps` steps: the parameters per layer at the end.
 std::vector<std::vector<float>> referenceTraining(Opt opt, int steps);
 

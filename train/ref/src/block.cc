@@ -61,19 +61,30 @@ void TransformerBlock::forward(const Batch& batch, const Act& in, Act& out) {
 }
 
 void TransformerBlock::backward(const Batch& batch, const Act& dout, Act& din) {
+  // The six projections' weight gradients, from the cached input x and a copy of dy (deferred
+  // under a zero-bubble schedule).
+  auto weights = [this](const Act& x, const Act& dy, size_t W, size_t b) {
+    weightGradient([this, &x, dy, W, b] { linearWeightGrad(x, dy, g(W), b == kNoBias ? nullptr : g(b)); });
+  };
   // MLP branch: out = x1 + fc2(gelu(fc1(LN2(x1)))).
   Act du, dc, dx1 = dout;
-  linearBackward(u_, dout, w(w2_), g(w2_), g(b2_), du, false);
+  weights(u_, dout, w2_, b2_);
+  linearInputGrad(dout, w(w2_), ffn_, du, false);
   for (size_t i = 0; i < du.v.size(); ++i) du.v[i] *= geluGrad(h_.v[i]);
-  linearBackward(c_, du, w(w1_), g(w1_), g(b1_), dc, false);
+  weights(c_, du, w1_, b1_);
+  linearInputGrad(du, w(w1_), dim_, dc, false);
   layerNormBackward(dc, w(ln2g_), ln2_, dx1, true, g(ln2g_), g(ln2b_));
   // Attention branch: x1 = x + out_proj(attn(q, k, v)), q, k, v = proj(LN1(x)).
   Act dO, dQ, dK, dV, da;
-  linearBackward(o_, dx1, w(wo_), g(wo_), g(bo_), dO, false);
+  weights(o_, dx1, wo_, bo_);
+  linearInputGrad(dx1, w(wo_), dim_, dO, false);
   causalAttentionBackward(q_, k_, v_, probs_, batch.seqLen, heads_, dO, dQ, dK, dV);
-  linearBackward(a_, dQ, w(wq_), g(wq_), g(bq_), da, false);
-  linearBackward(a_, dK, w(wk_), g(wk_), nullptr, da, true);
-  linearBackward(a_, dV, w(wv_), g(wv_), g(bv_), da, true);
+  weights(a_, dQ, wq_, bq_);
+  weights(a_, dK, wk_, kNoBias);
+  weights(a_, dV, wv_, bv_);
+  linearInputGrad(dQ, w(wq_), dim_, da, false);
+  linearInputGrad(dK, w(wk_), dim_, da, true);
+  linearInputGrad(dV, w(wv_), dim_, da, true);
   din = dx1;
   layerNormBackward(da, w(ln1g_), ln1_, din, true, g(ln1g_), g(ln1b_));
 }

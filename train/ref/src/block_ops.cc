@@ -26,10 +26,18 @@ void linear(const Act& x, const float* W, const float* b, int out, Act& y) {
 
 // Accumulates dW, db from (x, dy); writes or adds dx = dy W^T.
 void linearBackward(const Act& x, const Act& dy, const float* W, float* dW, float* db, Act& dx, bool accumulate) {
+  linearWeightGrad(x, dy, dW, db);
+  linearInputGrad(dy, W, x.cols, dx, accumulate);
+}
+
+void linearInputGrad(const Act& dy, const float* W, int in, Act& dx, bool accumulate) {
+  if (!accumulate) dx.resize(dy.rows, in);
+  matmulNt(dy.v.data(), W, dx.v.data(), dy.rows, dy.cols, in, accumulate);
+}
+
+void linearWeightGrad(const Act& x, const Act& dy, float* dW, float* db) {
   matmulTnAcc(x.v.data(), dy.v.data(), dW, dy.rows, x.cols, dy.cols);
   if (db != nullptr) biasGrad(dy.v.data(), db, dy.rows, dy.cols);
-  if (!accumulate) dx.resize(dy.rows, x.cols);
-  matmulNt(dy.v.data(), W, dx.v.data(), dy.rows, dy.cols, x.cols, accumulate);
 }
 
 

@@ -16,6 +16,9 @@ float geluGrad(float x);
 void linear(const Act& x, const float* W, const float* b, int out, Act& y);
 // Accumulates dW, db (db may be null) from (x, dy); writes or adds dx = dy W^T.
 void linearBackward(const Act& x, const Act& dy, const float* W, float* dW, float* db, Act& dx, bool accumulate);
+// Its two halves: dx = dy W^T (written or added), and dW += x^T dy, db += sum of dy's rows.
+void linearInputGrad(const Act& dy, const float* W, int in, Act& dx, bool accumulate);
+void linearWeightGrad(const Act& x, const Act& dy, float* dW, float* db);
 
 // o = softmax(q k^T / sqrt(d), causal) v per head (d = q.cols / heads); keeps the probabilities,
 // [sequence][head][seqLen][seqLen], for backward.

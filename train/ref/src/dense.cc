@@ -34,8 +34,10 @@ void Dense::backward(const Batch&, const Act& dout, Act& din) {
       if (!(y_.v[i] > 0.0f)) dy.v[i] = 0.0f;
     }
   }
-  matmulTnAcc(x_.v.data(), dy.v.data(), g(W_), dy.rows, in_, out_);
-  biasGrad(dy.v.data(), g(b_), dy.rows, out_);
+  weightGradient([this, dy] {
+    matmulTnAcc(x_.v.data(), dy.v.data(), g(W_), dy.rows, in_, out_);
+    biasGrad(dy.v.data(), g(b_), dy.rows, out_);
+  });
   din.resize(dy.rows, in_);
   matmulNt(dy.v.data(), w(W_), din.v.data(), dy.rows, out_, in_, false);
 }
@@ -79,8 +81,10 @@ void Head::backward(const Batch& batch, const Act& dout, Act& din) {
   Act dlogits;
   softmaxCrossEntropyBackward(probs_, batch.targets, dout.v[0], dlogits);
   const int rows = dlogits.rows;
-  matmulTnAcc(z_.v.data(), dlogits.v.data(), g(W_), rows, in_, classes_);
-  biasGrad(dlogits.v.data(), g(b_), rows, classes_);
+  weightGradient([this, dlogits] {
+    matmulTnAcc(z_.v.data(), dlogits.v.data(), g(W_), dlogits.rows, in_, classes_);
+    biasGrad(dlogits.v.data(), g(b_), dlogits.rows, classes_);
+  });
   Act dz;
   dz.resize(rows, in_);
   matmulNt(dlogits.v.data(), w(W_), dz.v.data(), rows, classes_, in_, false);
@@ -113,15 +117,18 @@ void Embedding::forward(const Batch& batch, const Act&, Act& out) {
 }
 
 void Embedding::backward(const Batch& batch, const Act& dout, Act& din) {
-  for (int r = 0; r < dout.rows; ++r) {
-    float* gt = g(tok_) + static_cast<size_t>(batch.tokens[static_cast<size_t>(r)]) * dim_;
-    float* gp = g(pos_) + static_cast<size_t>(r % seqLen_) * dim_;
-    const float* d = dout.row(r);
-    for (int j = 0; j < dim_; ++j) {
-      gt[j] += d[j];
-      gp[j] += d[j];
+  // Only weight gradients: all of it is deferred under a zero-bubble schedule.
+  weightGradient([this, tokens = batch.tokens, dout] {
+    for (int r = 0; r < dout.rows; ++r) {
+      float* gt = g(tok_) + static_cast<size_t>(tokens[static_cast<size_t>(r)]) * dim_;
+      float* gp = g(pos_) + static_cast<size_t>(r % seqLen_) * dim_;
+      const float* d = dout.row(r);
+      for (int j = 0; j < dim_; ++j) {
+        gt[j] += d[j];
+        gp[j] += d[j];
+      }
     }
-  }
+  });
   din = Act{};
 }
 

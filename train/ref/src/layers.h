@@ -62,6 +62,7 @@ class TransformerBlock : public Layer {
 
  private:
   int dim_, heads_, ffn_;
+  static constexpr size_t kNoBias = ~size_t{0};
   size_t ln1g_, ln1b_, wq_, bq_, wk_, wv_, bv_, wo_, bo_, ln2g_, ln2b_, w1_, b1_, w2_, b2_;
   // Forward caches for backward.
   Act x_, a_, q_, k_, v_, o_, x1_, c_, h_, u_;

@@ -24,6 +24,19 @@ size_t Layer::addTensor(const std::string& name, size_t count) {
   return tensors_.back().offset;
 }
 
+void Layer::weightGradient(std::function<void()> work) {
+  if (defer_) {
+    pending_.push_back(std::move(work));
+  } else {
+    work();
+  }
+}
+
+void Layer::runWeightGradients() {
+  for (auto& work : pending_) work();
+  pending_.clear();
+}
+
 Batch Batch::slice(int part, int parts) const {
   const int sequences = rows / seqLen;
   if (parts <= 0 || part < 0 || part >= parts || sequences % parts != 0) {

@@ -27,7 +27,10 @@ PipelineStages::PipelineStages(std::function<Model()> factory, std::vector<int> 
   }
 }
 
-void PipelineStages::setMicrobatches(std::vector<Batch> microbatches) { micro_ = std::move(microbatches); }
+void PipelineStages::setMicrobatches(std::vector<Batch> microbatches, float lossScale) {
+  micro_ = std::move(microbatches);
+  lossScale_ = lossScale != 0.0f ? lossScale : 1.0f / static_cast<float>(std::max<size_t>(micro_.size(), 1));
+}
 
 void PipelineStages::zeroGrad() {
   for (auto& [l, g] : grads_) std::fill(g.begin(), g.end(), 0.0f);
@@ -72,16 +75,16 @@ float PipelineStages::forward(int vstage, int mb, const float* in, float* out, b
     auto& slot = live_[{mb, vstage}];
     if (slot != nullptr) release(slot);  // a repeated forward replaces the earlier caches
     slot = &c;
-    peakLive_ = std::max(peakLive_, static_cast<int>(live_.size()));
+    peakLive_ = std::max(peakLive_, static_cast<int>(live_.size() + awaitingWeights_.size()));
   } else {
-    peakLive_ = std::max(peakLive_, static_cast<int>(live_.size()) + 1);
+    peakLive_ = std::max(peakLive_, static_cast<int>(live_.size() + awaitingWeights_.size()) + 1);
     release(&c);
   }
   const bool last = bounds_[static_cast<size_t>(vstage) + 1] == bounds_.back();
   return last && !cur.v.empty() ? cur.v[0] : 0.0f;
 }
 
-void PipelineStages::backward(int vstage, int mb, const float* dout, float* din) {
+void PipelineStages::backward(int vstage, int mb, const float* dout, float* din, bool deferWeights) {
   const Batch& b = micro_.at(static_cast<size_t>(mb));
   auto it = live_.find({mb, vstage});
   if (it == live_.end()) {
@@ -96,13 +99,33 @@ void PipelineStages::backward(int vstage, int mb, const float* dout, float* din)
     std::memcpy(d.v.data(), dout, d.v.size() * sizeof(float));
   } else {
     d.resize(1, 1);
-    d.v[0] = 1.0f / static_cast<float>(micro_.size());
+    d.v[0] = lossScale_;
   }
   for (int l = bounds_[static_cast<size_t>(vstage) + 1] - 1; l >= bounds_[static_cast<size_t>(vstage)]; --l) {
+    c.model.layer(l).deferWeightGradients(deferWeights);
     c.model.layer(l).backward(b, d, next);
+    c.model.layer(l).deferWeightGradients(false);
     std::swap(d, next);
   }
   if (din != nullptr) std::memcpy(din, d.v.data(), d.v.size() * sizeof(float));
+  if (deferWeights) {
+    awaitingWeights_[{mb, vstage}] = &c;
+  } else {
+    release(&c);
+  }
+}
+
+void PipelineStages::backwardWeight(int vstage, int mb) {
+  auto it = awaitingWeights_.find({mb, vstage});
+  if (it == awaitingWeights_.end()) {
+    throw std::logic_error("PipelineStages: weight gradient of mb " + std::to_string(mb) + ", vs " + std::to_string(vstage) +
+                           " without its input-gradient half");
+  }
+  Chain& c = *it->second;
+  awaitingWeights_.erase(it);
+  for (int l = bounds_[static_cast<size_t>(vstage)]; l < bounds_[static_cast<size_t>(vstage) + 1]; ++l) {
+    c.model.layer(l).runWeightGradients();
+  }
   release(&c);
 }
 
@@ -112,7 +135,10 @@ pipeline::StageFunctions PipelineStages::functions() {
     return static_cast<size_t>(micro_.at(0).rows) * static_cast<size_t>(width_);
   };
   f.forward = [this](int vs, int mb, const float* in, float* out, bool keep) { return forward(vs, mb, in, out, keep); };
-  f.backward = [this](int vs, int mb, const float* dout, float* din) { backward(vs, mb, dout, din); };
+  f.backward = [this](int vs, int mb, const float* dout, float* din) { backward(vs, mb, dout, din, false); };
+  f.backwardInput = [this](int vs, int mb, const float* dout, float* din) { backward(vs, mb, dout, din, true); };
+  f.backwardWeight = [this](int vs, int mb) { backwardWeight(vs, mb); };
+  for (int l : owned_) f.parameters.push_back({params_.at(l).data(), params_.at(l).size()});
   return f;
 }
 

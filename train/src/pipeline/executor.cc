@@ -1,12 +1,16 @@
 // The pipeline executor: walks one stage's action list. Compute actions call the user's
 // callbacks; each run of consecutive send/receive actions becomes one Conflux group, posted and
 // completed together. Buffers live in maps keyed by (micro-batch, virtual stage) from the moment
-// they are produced or received until they are consumed or sent.
+// they are produced or received until they are consumed or sent. Updates and weight versions go
+// through the worker's WeightStash.
+#include <algorithm>
 #include <chrono>
 #include <map>
+#include <optional>
 #include <utility>
 
 #include "conflux/train/pipeline/executor.h"
+#include "weight_stash.h"
 
 namespace conflux::train::pipeline {
 namespace {
@@ -16,7 +20,9 @@ using Cell = std::pair<int, int>;  // (micro-batch, virtual stage)
 
 double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
-bool isComm(Op op) { return op != Op::kForward && op != Op::kBackward; }
+bool isComm(Op op) {
+  return op == Op::kSendActivation || op == Op::kRecvActivation || op == Op::kSendGradient || op == Op::kRecvGradient;
+}
 
 }  // namespace
 
@@ -26,7 +32,8 @@ struct Executor::Impl {
   ScheduleReport report;
   StageFunctions fns;
   ExecutorOptions opts;
-  int stage = 0;
+  int stage = 0, worker = 0;
+  std::optional<WeightStash> stash;
 
   // Buffers of the step in flight.
   std::map<Cell, std::vector<float>> actIn, actOut, gradIn, gradOut;
@@ -55,7 +62,6 @@ struct Executor::Impl {
   // One group: post every send and receive, complete them together.
   void communicate(const std::vector<Action>& list, size_t from, size_t to) {
     const auto t0 = Clock::now();
-    const int nv = schedule.virtualStages();
     std::vector<Cell> sentActs, sentGrads;
     check(cfxGroupStart(), "cfxGroupStart", comm);
     cfxResult_t posted = cfxSuccess;
@@ -65,26 +71,26 @@ struct Executor::Impl {
       switch (a.op) {
         case Op::kSendActivation: {
           auto& buf = take(actOut, c, "activation to send");
-          posted = cfxSend(buf.data(), buf.size(), cfxFloat32, schedule.stageOf(a.vstage + 1), comm, nullptr);
+          posted = cfxSend(buf.data(), buf.size(), cfxFloat32, schedule.workerOf(a.vstage + 1, a.microbatch), comm, nullptr);
           sentActs.push_back(c);
           break;
         }
         case Op::kSendGradient: {
           auto& buf = take(gradOut, c, "gradient to send");
-          posted = cfxSend(buf.data(), buf.size(), cfxFloat32, schedule.stageOf(a.vstage - 1 + nv), comm, nullptr);
+          posted = cfxSend(buf.data(), buf.size(), cfxFloat32, schedule.workerOf(a.vstage - 1, a.microbatch), comm, nullptr);
           sentGrads.push_back(c);
           break;
         }
         case Op::kRecvActivation: {
           auto& buf = actIn[c];
           buf.assign(sizeOf(a.vstage - 1), 0.0f);
-          posted = cfxRecv(buf.data(), buf.size(), cfxFloat32, schedule.stageOf(a.vstage - 1), comm, nullptr);
+          posted = cfxRecv(buf.data(), buf.size(), cfxFloat32, schedule.workerOf(a.vstage - 1, a.microbatch), comm, nullptr);
           break;
         }
         case Op::kRecvGradient: {
           auto& buf = gradIn[c];
           buf.assign(sizeOf(a.vstage), 0.0f);
-          posted = cfxRecv(buf.data(), buf.size(), cfxFloat32, schedule.stageOf(a.vstage + 1), comm, nullptr);
+          posted = cfxRecv(buf.data(), buf.size(), cfxFloat32, schedule.workerOf(a.vstage + 1, a.microbatch), comm, nullptr);
           break;
         }
         default: break;
@@ -117,7 +123,8 @@ struct Executor::Impl {
     result.computeSeconds += since(t0);
   }
 
-  void backward(const Action& a) {
+  // kBackward, or kBackwardInput (split = true).
+  void backward(const Action& a, bool split) {
     const auto t0 = Clock::now();
     const int nv = schedule.virtualStages();
     const Cell c{a.microbatch, a.vstage};
@@ -135,9 +142,36 @@ struct Executor::Impl {
       din = buf.data();
     }
     account();
-    fns.backward(a.vstage, a.microbatch, dout, din);
+    (split && fns.backwardInput ? fns.backwardInput : fns.backward)(a.vstage, a.microbatch, dout, din);
     if (a.vstage + 1 < nv) gradIn.erase(c);
     result.computeSeconds += since(t0);
+  }
+
+  void backwardWeight(const Action& a) {
+    if (!fns.backwardWeight) return;
+    const auto t0 = Clock::now();
+    fns.backwardWeight(a.vstage, a.microbatch);
+    result.computeSeconds += since(t0);
+  }
+
+  void update(size_t index, const Action& a) {
+    const auto t0 = Clock::now();
+    stash->beforeUpdate(index);
+    fns.update(a.version);
+    stash->afterUpdate(a.version);
+    ++result.updates;
+    result.computeSeconds += since(t0);
+  }
+
+  void compute(size_t index, const Action& a) {
+    WeightStash::Use weights(*stash, index, a.version);
+    switch (a.op) {
+      case Op::kForward: forward(a); break;
+      case Op::kBackward: backward(a, false); break;
+      case Op::kBackwardInput: backward(a, true); break;
+      case Op::kBackwardWeight: backwardWeight(a); break;
+      default: break;
+    }
   }
 };
 
@@ -151,15 +185,27 @@ Executor::Executor(cfxComm_t comm, Schedule schedule, StageFunctions functions, 
   int n = 0, rank = 0;
   check(cfxCommCount(comm, &n), "cfxCommCount", comm);
   check(cfxCommUserRank(comm, &rank), "cfxCommUserRank", comm);
-  if (n != schedule.stages) {
-    throw Error(cfxInvalidArgument, "pipeline Executor: " + schedule.name + " has " + std::to_string(schedule.stages) +
-                                        " stages but the communicator has " + std::to_string(n) + " ranks");
+  if (n != schedule.workers()) {
+    const bool replicated = !schedule.replicas.empty();
+    throw Error(cfxInvalidArgument, "pipeline Executor: " + schedule.name + " has " + std::to_string(schedule.workers()) +
+                                        (replicated ? " workers" : " stages") + " but the communicator has " +
+                                        std::to_string(n) + " ranks");
   }
+  const auto& list = schedule.actions[static_cast<size_t>(rank)];
+  const bool updates = std::any_of(list.begin(), list.end(), [](const Action& a) { return a.op == Op::kUpdate; });
+  if (updates && !functions.update) {
+    throw Error(cfxInvalidArgument, "pipeline Executor: " + schedule.name + " updates weights inside the run, so StageFunctions::update must be set");
+  }
+  if (updates && options.recompute) {
+    throw Error(cfxInvalidArgument, "pipeline Executor: recomputation is not supported with weight updates inside the run");
+  }
+  impl_->stash.emplace(list, functions.parameters);
   impl_->comm = comm;
   impl_->schedule = std::move(schedule);
   impl_->fns = std::move(functions);
   impl_->opts = options;
-  impl_->stage = rank;
+  impl_->worker = rank;
+  impl_->stage = impl_->schedule.stageOfWorker(rank);
 }
 
 Executor::~Executor() = default;
@@ -167,6 +213,7 @@ Executor::~Executor() = default;
 const Schedule& Executor::schedule() const { return impl_->schedule; }
 const ScheduleReport& Executor::report() const { return impl_->report; }
 int Executor::stage() const { return impl_->stage; }
+int Executor::worker() const { return impl_->worker; }
 
 std::vector<int> Executor::virtualStages() const {
   std::vector<int> out;
@@ -184,7 +231,8 @@ StepResult Executor::run() {
   const bool last = d.schedule.stageOf(d.schedule.virtualStages() - 1) == d.stage;
   d.result.losses.assign(last ? static_cast<size_t>(d.schedule.microbatches) : 0, 0.0f);
   const auto t0 = Clock::now();
-  const auto& list = d.schedule.actions[static_cast<size_t>(d.stage)];
+  d.stash->reset();
+  const auto& list = d.schedule.actions[static_cast<size_t>(d.worker)];
   size_t i = 0;
   try {
     while (i < list.size()) {
@@ -195,10 +243,10 @@ StepResult Executor::run() {
         d.communicate(list, i, end);
         i = end;
       } else {
-        if (a.op == Op::kForward) {
-          d.forward(a);
+        if (a.op == Op::kUpdate) {
+          d.update(i, a);
         } else {
-          d.backward(a);
+          d.compute(i, a);
         }
         ++i;
       }
@@ -210,6 +258,7 @@ StepResult Executor::run() {
     throw;
   }
   d.result.seconds = since(t0);
+  d.result.peakStashedBytes = d.stash->peakBytes();
   return d.result;
 }
 

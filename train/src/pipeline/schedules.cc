@@ -1,6 +1,8 @@
-// The schedule generators. Each builds a stage's list from two orders, its forwards and its
+// The schedule generators on fixed orders (GPipe, 1F1B, interleaved 1F1B, and PipeDream and
+// PipeDream-2BW on 1F1B's order). Each builds a stage's list from two orders, its forwards and its
 // backwards, interleaved as the schedule prescribes; communication is attached to each compute
-// action (receive before, send after), so adjacent sends and receives fall into one group.
+// action (receive before, send after), so adjacent sends and receives fall into one group. The
+// schedules whose order comes from a simulated timeline (ZB-H1, 1F1B-RR) are in timeline.cc.
 #include <algorithm>
 #include <set>
 #include <string>
@@ -46,6 +48,57 @@ Schedule empty(std::string name, int p, int m, int v) {
   return s;
 }
 
+// 1F1B's order on every stage: warm-up forwards, then forward and backward in turn, then the
+// remaining backwards; `b` emits each with its communication (and, asynchronous, its versions).
+template <typename B>
+void oneFOneBOrder(int p, int m, int st, B& b) {
+  const int warmup = std::min(p - st - 1, m);
+  for (int mb = 0; mb < warmup; ++mb) b.forward(mb, st);
+  for (int k = 0; k < m - warmup; ++k) {  // steady state: forward warmup + k, backward k
+    b.forward(warmup + k, st);
+    b.backward(k, st);
+  }
+  for (int mb = m - warmup; mb < m; ++mb) b.backward(mb, st);
+}
+
+// The asynchronous variants: each forward is stamped with the version `versionOf` picks, its
+// backward with the same, and a kUpdate follows each backward that `updateAfter` names.
+template <typename VersionOf, typename UpdateAfter>
+struct AsyncBuilder {
+  Builder b;
+  VersionOf versionOf;
+  UpdateAfter updateAfter;
+  int made = 0;
+  std::vector<int> used;
+  void forward(int mb, int vs) {
+    b.forward(mb, vs);
+    used[static_cast<size_t>(mb)] = versionOf(mb, made);
+    list()[list().size() - (vs + 1 < b.s.virtualStages() ? 2 : 1)].version = used[static_cast<size_t>(mb)];
+  }
+  void backward(int mb, int vs) {
+    b.backward(mb, vs);
+    auto& a = list();
+    Action& bwd = a[a.size() - (vs > 0 ? 2 : 1)];
+    bwd.version = used[static_cast<size_t>(mb)];
+    if (updateAfter(mb)) {
+      // Right after the backward, before its gradient goes out: the update is local unless the
+      // stage is replicated, and keeps the send in the group with the next receive.
+      a.insert(a.end() - (vs > 0 ? 1 : 0), Action{Op::kUpdate, 0, vs, ++made});
+    }
+  }
+  std::vector<Action>& list() { return b.s.actions[static_cast<size_t>(b.stage)]; }
+};
+
+template <typename VersionOf, typename UpdateAfter>
+Schedule asyncOneFOneB(std::string name, int p, int m, VersionOf versionOf, UpdateAfter updateAfter) {
+  Schedule s = empty(std::move(name), p, m, 1);
+  for (int st = 0; st < p; ++st) {
+    AsyncBuilder<VersionOf, UpdateAfter> b{Builder{s, st}, versionOf, updateAfter, 0, std::vector<int>(static_cast<size_t>(m), 0)};
+    oneFOneBOrder(p, m, st, b);
+  }
+  return s;
+}
+
 }  // namespace
 
 Schedule gpipe(int p, int m) {
@@ -64,16 +117,27 @@ Schedule oneFOneB(int p, int m) {
   Schedule s = empty("1F1B", p, m, 1);
   for (int st = 0; st < p; ++st) {
     Builder b{s, st};
-    const int warmup = std::min(p - st - 1, m);
-    for (int mb = 0; mb < warmup; ++mb) b.forward(mb, st);
-    for (int k = 0; k < m - warmup; ++k) {  // steady state: forward warmup + k, backward k
-      b.forward(warmup + k, st);
-      b.backward(k, st);
-    }
-    for (int mb = m - warmup; mb < m; ++mb) b.backward(mb, st);
+    oneFOneBOrder(p, m, st, b);
   }
   return s;
 }
+
+Schedule pipeDream(int p, int m) {
+  checkShape("pipeDream", p, m, 1);
+  return asyncOneFOneB("PipeDream", p, m, [](int, int made) { return made; }, [](int) { return true; });
+}
+
+Schedule pipeDream2BW(int p, int m, int batch) {
+  checkShape("pipeDream2BW", p, m, 1);
+  if (batch < p) {
+    throw Error(cfxInvalidArgument, "pipeDream2BW: a batch of " + std::to_string(batch) + " micro-batches is fewer than the " +
+                                        std::to_string(p) + " stages (2BW needs batch >= stages to hold two versions)");
+  }
+  return asyncOneFOneB("PipeDream-2BW (batch " + std::to_string(batch) + ")", p, m,
+                       [batch](int mb, int) { return std::max(mb / batch - 1, 0); },
+                       [batch, m](int mb) { return (mb + 1) % batch == 0 || mb + 1 == m; });
+}
+
 
 // Megatron's placement: the inputs of the next forward and the next backward are received in
 // the same group that sends the outputs of the forward and backward just done, so no stage ever

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -77,9 +78,19 @@ class Layer {
   virtual void forward(const Batch& batch, const Act& in, Act& out) = 0;
   virtual void backward(const Batch& batch, const Act& dout, Act& din) = 0;
 
+  // Zero-bubble backward (pipeline's kBackwardInput / kBackwardWeight): while deferring, backward
+  // computes the input gradient and queues the weight-gradient products, which
+  // runWeightGradients() does later, into the gradients bound then. Layers that do not split
+  // compute everything in backward (norm and bias gradients may also stay there).
+  void deferWeightGradients(bool on) { defer_ = on; }
+  void runWeightGradients();
+
  protected:
   explicit Layer(std::string name) : name_(std::move(name)) {}
   size_t addTensor(const std::string& name, size_t count);
+  // Runs `work` now, or queues it while deferring; it must capture what it reads by value or from
+  // the layer's forward caches (which stay until the next forward).
+  void weightGradient(std::function<void()> work);
   const float* w(size_t offset) const { return w_ + offset; }
   float* g(size_t offset) const { return g_ + offset; }
 
@@ -89,6 +100,8 @@ class Layer {
   size_t numParams_ = 0;
   const float* w_ = nullptr;
   float* g_ = nullptr;
+  bool defer_ = false;
+  std::vector<std::function<void()>> pending_;
 };
 
 struct Hooks {

@@ -4,7 +4,9 @@
 // Layers cache one forward at a time, so every micro-batch in flight gets its own chain of layer
 // objects (built by the factory), all bound to the stage's one set of parameters and gradients:
 // caches are per micro-batch, weights and gradient accumulation are shared. A forward run with
-// keep = false (recompute) borrows a chain and returns it at once.
+// keep = false (recompute) borrows a chain and returns it at once. Under a zero-bubble schedule a
+// chain stays from the forward to the weight-gradient half (its layers queue their weight
+// gradients in between).
 #pragma once
 
 #include <cstdint>
@@ -27,8 +29,11 @@ class PipelineStages {
                  uint64_t seed);
 
   // The step's micro-batches (all the same number of rows); the loss of each is its mean, and
-  // backward scales by 1 / microbatches so the gradients are those of the mean over all of them.
-  void setMicrobatches(std::vector<Batch> microbatches);
+  // backward scales it by `lossScale`, by default 1 / microbatches so the gradients are those of
+  // the mean over all of them (an asynchronous schedule's update takes fewer: 1 / its batch).
+  void setMicrobatches(std::vector<Batch> microbatches, float lossScale = 0.0f);
+  // Every callback, the split backward included, and the parameter buffers for weight stashing;
+  // `update` is the caller's to set.
   pipeline::StageFunctions functions();
 
   // Global indices of the layers this rank owns, with their parameters and gradients.
@@ -38,7 +43,8 @@ class PipelineStages {
   size_t numParams(int layer) const { return params_.at(layer).size(); }
   void zeroGrad();
 
-  // Most chains (micro-batches with cached activations) alive at once since construction.
+  // Most chains (micro-batches with cached activations, weight halves waiting included) alive at
+  // once since construction.
   int peakLiveChains() const { return peakLive_; }
 
  private:
@@ -49,16 +55,19 @@ class PipelineStages {
   Chain& acquire(int vstage);
   void release(Chain* chain);
   float forward(int vstage, int mb, const float* in, float* out, bool keep);
-  void backward(int vstage, int mb, const float* dout, float* din);
+  void backward(int vstage, int mb, const float* dout, float* din, bool deferWeights);
+  void backwardWeight(int vstage, int mb);
 
   std::function<Model()> factory_;
   std::vector<int> bounds_, vstages_, owned_;
   int width_;
   std::map<int, std::vector<float>> params_, grads_;
   std::vector<Batch> micro_;
+  float lossScale_ = 1.0f;
   std::vector<std::unique_ptr<Chain>> chains_;
   std::vector<Chain*> free_;
   std::map<std::pair<int, int>, Chain*> live_;  // (mb, vstage) -> chain holding its caches
+  std::map<std::pair<int, int>, Chain*> awaitingWeights_;  // input half done, weight half not
   int peakLive_ = 0;
 };
 
