@@ -59,7 +59,7 @@ std::vector<float> referenceLosses(int replica, int replicas, int m) {
 
 
 struct Config {
-  std::string schedule;  // gpipe, 1f1b, interleaved, zbh1
+  std::string schedule;  // gpipe, 1f1b, interleaved, zbh1, zbh1-unsplit (callbacks with one backward)
   int m, v;
   bool recompute;
   Opt opt;
@@ -68,7 +68,7 @@ struct Config {
 pp::Schedule makeSchedule(const Config& c, int p) {
   if (c.schedule == "gpipe") return pp::gpipe(p, c.m);
   if (c.schedule == "1f1b") return pp::oneFOneB(p, c.m);
-  if (c.schedule == "zbh1") return pp::zeroBubbleH1(p, c.m);
+  if (c.schedule.rfind("zbh1", 0) == 0) return pp::zeroBubbleH1(p, c.m);
   return pp::interleaved1F1B(p, c.m, c.v);
 }
 
@@ -90,7 +90,12 @@ std::vector<std::vector<float>> trainPipeline(cfxComm_t pipe, cfxComm_t dp, int 
   std::function<ref::Model()> factory = makePipeModel;
   if (tp != nullptr) factory = [tp] { return ref::makeTensorParallelTransformer(pipeTransformer(), *tp); };
   ref::PipelineStages stages(factory, bounds, mine, pipeTransformer().dim, kInitSeed);
-  pp::Executor exec(pipe, sched, stages.functions(), pp::ExecutorOptions{c.recompute});
+  pp::StageFunctions functions = stages.functions();
+  if (c.schedule == "zbh1-unsplit") {  // the old single backward: the weight slots stay empty
+    functions.backwardInput = nullptr;
+    functions.backwardWeight = nullptr;
+  }
+  pp::Executor exec(pipe, sched, functions, pp::ExecutorOptions{c.recompute});
   auto o = makeOptimizer(c.opt);
   std::unique_ptr<train::DistributedDataParallel> ddp;
   std::vector<int> ids;
@@ -164,6 +169,7 @@ TEST_P(PipelineTraining, SchedulesMatchSingleProcess) {
         {"interleaved", p == 3 ? 6 : 4, 2, false, Opt::kSgd},
         {"interleaved", p == 3 ? 6 : 4, 2, true, Opt::kAdam},
         {"zbh1", 6, 1, false, Opt::kSgd},
+        {"zbh1-unsplit", 6, 1, false, Opt::kSgd},
         {"zbh1", p == 3 ? 3 : 4, 1, false, Opt::kAdam},
     };
     std::map<std::string, std::vector<std::vector<float>>> got;
