@@ -5,6 +5,7 @@
 // deadlocks (no worker can move), the makespan and bubble, and how many forwards each worker
 // holds at once (from forward to backward, or to its input half) and how many weight halves wait.
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <set>
 #include <string>
