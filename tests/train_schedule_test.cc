@@ -56,7 +56,9 @@ TEST(PipelineSchedule, AsyncAndZeroBubbleFigures) {
         EXPECT_EQ(z.makespan, 3L * m + p - 1) << "ZB-H1" << at;
       }
       EXPECT_LE(z.bubbleFraction, f.bubbleFraction + 1e-12) << "ZB-H1" << at;
-      if (p >= 2) EXPECT_LT(z.bubbleFraction, f.bubbleFraction) << "ZB-H1" << at;
+      if (p >= 2) {
+        EXPECT_LT(z.bubbleFraction, f.bubbleFraction) << "ZB-H1" << at;
+      }
       // PipeDream: 1F1B's order and bubble; stage s holds p - s versions at most: exactly
       // min(m, 2) when its warm-up takes every micro-batch, else min(p - s, m - (p - s) + 2).
       const pp::ScheduleReport d = pp::validate(pp::pipeDream(p, m));

@@ -20,9 +20,7 @@ using Cell = std::pair<int, int>;  // (micro-batch, virtual stage)
 
 double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
-bool isComm(Op op) {
-  return op == Op::kSendActivation || op == Op::kRecvActivation || op == Op::kSendGradient || op == Op::kRecvGradient;
-}
+bool isComm(Op op) { return isCommunication(op); }
 
 }  // namespace
 

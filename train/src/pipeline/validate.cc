@@ -17,10 +17,7 @@
 namespace conflux::train::pipeline {
 namespace {
 
-bool isCompute(Op op) {
-  return op == Op::kForward || op == Op::kBackward || op == Op::kBackwardInput || op == Op::kBackwardWeight;
-}
-bool isComm(Op op) { return !isCompute(op) && op != Op::kUpdate; }
+bool isComm(Op op) { return isCommunication(op); }
 bool isSend(Op op) { return op == Op::kSendActivation || op == Op::kSendGradient; }
 long costOf(Op op) {
   switch (op) {

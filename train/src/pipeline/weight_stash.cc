@@ -13,7 +13,7 @@ WeightStash::WeightStash(const std::vector<Action>& list, std::vector<ParameterS
     const Action& a = list[i];
     if (a.op == Op::kUpdate) {
       live = a.version;
-    } else if (a.op == Op::kForward || a.op == Op::kBackward || a.op == Op::kBackwardInput || a.op == Op::kBackwardWeight) {
+    } else if (isCompute(a.op)) {
       lastUse_[a.version] = i;
       older = older || a.version != live;
     }

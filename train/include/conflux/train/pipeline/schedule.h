@@ -40,6 +40,13 @@ enum class Op {
   kUpdate,
 };
 
+inline bool isCommunication(Op op) {
+  return op == Op::kSendActivation || op == Op::kRecvActivation || op == Op::kSendGradient || op == Op::kRecvGradient;
+}
+inline bool isCompute(Op op) {
+  return op == Op::kForward || op == Op::kBackward || op == Op::kBackwardInput || op == Op::kBackwardWeight;
+}
+
 struct Action {
   Op op;
   int microbatch;
