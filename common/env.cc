@@ -41,6 +41,9 @@ const std::vector<Variable>& registry() {
       {"CFX_BIND", "auto", "Bind each rank's thread: none, numa (its NUMA node's CPUs) or core (cores of its node, split between its ranks); auto: numa when the host has more than one NUMA node, else none."},
       {"CFX_IB_HCA", nullptr, "RDMA devices ranks may use, NCCL's syntax: prefixes (mlx5), ^ to exclude, = for exact names, :port ignored."},
       {"CFX_HOST_ID", nullptr, "Overrides the host identity (hostname, boot id and network namespace)."},
+      {"CFX_CUDA_SLOTS", "4", "Staged GPU path: pinned staging slots per communicator, the depth of its copy-in / reduce / copy-out pipeline (at least 2)."},
+      {"CFX_CUDA_CHUNK_BYTES", "4194304", "Staged GPU path: bytes of each staging slot, the largest chunk one host collective handles."},
+      {"CFX_CUDA_MEMOPS", "auto", "Staged GPU path: auto orders each copy back with a stream memory operation (cuStreamWaitValue32) where the driver has them; 0 forces the fallback (a host-queued copy back)."},
   };
   return kRegistry;
 }

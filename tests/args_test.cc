@@ -61,6 +61,19 @@ TEST(Args, InvalidArgumentsAreRejected) {
     EXPECT_EQ(cfxCommHost(c, &host, &nhosts), cfxSuccess);
     EXPECT_EQ(host, 0);  // one host here
     EXPECT_EQ(nhosts, 1);
+    int timeoutMs = 0;
+    EXPECT_INVALID(cfxCommGetTimeout(c, nullptr), c, "timeoutMs is NULL");
+    EXPECT_EQ(cfxCommGetTimeout(c, &timeoutMs), cfxSuccess);
+    EXPECT_EQ(timeoutMs, 300000);  // CFX_TIMEOUT's default
+    {
+      cfxConfig_t cfg = CFX_CONFIG_INITIALIZER;
+      cfg.timeoutMs = 1234;
+      cfxComm_t child = nullptr;
+      ASSERT_EQ(cfxCommSplit(c, 0, rk.rank, &child, &cfg), cfxSuccess);
+      EXPECT_EQ(cfxCommGetTimeout(child, &timeoutMs), cfxSuccess);
+      EXPECT_EQ(timeoutMs, 1234);  // the config's, not the environment's
+      EXPECT_EQ(cfxCommDestroy(child), cfxSuccess);
+    }
     EXPECT_INVALID(cfxGetUniqueId(nullptr), nullptr, "NULL");
     EXPECT_INVALID(cfxCommSplit(c, -5, 0, nullptr, nullptr), c, "newcomm is NULL");
     cfxComm_t dummy;

@@ -8,6 +8,7 @@
 // staging slot seq % slots(). Every enqueue returns at once: the calling thread never waits.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 
@@ -41,8 +42,10 @@ class CopyEngine {
   // A call ends: work queued on `stream` after it runs after its last copy out.
   virtual void end(void* stream) = 0;
 
-  // Host side (the progress thread): blocks until `seq`'s input is in its slot.
-  virtual void waitIn(uint64_t seq) = 0;
+  // Host side (the progress thread): blocks until `seq`'s input is in its slot. Throws
+  // Error(kTimeout) when it has not arrived within `timeout` (the communicator's: the user's stream
+  // never reached the call, or the device hangs), or the engine's own error (a failed copy).
+  virtual void waitIn(uint64_t seq, std::chrono::milliseconds timeout) = 0;
   // Host side: `seq`'s result is in its slot (or, after an error, never will be): its copy out
   // may run. Releasing after an error is what keeps the user's stream from waiting forever.
   virtual void release(uint64_t seq) = 0;

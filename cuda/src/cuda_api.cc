@@ -3,11 +3,11 @@
 // at one guard, with the message kept for cfxCudaGetLastError.
 #include <cuda_runtime_api.h>
 
-#include <cstdlib>
 #include <memory>
 #include <mutex>
 #include <string>
 
+#include "common/env.h"
 #include "common/error.h"
 #include "common/never_freed.h"
 #include "conflux/conflux_cuda.h"
@@ -33,10 +33,34 @@ struct cfxCudaComm {
 
 namespace {
 
-// Staging: 4 slots of 4 MiB (CFX_CUDA_CHUNK_BYTES / CFX_CUDA_SLOTS may change them).
-size_t envSize(const char* name, size_t fallback) {
-  const char* v = std::getenv(name);
-  return v && *v ? std::strtoull(v, nullptr, 10) : fallback;
+// Staging from the environment (common/env.cc): CFX_CUDA_SLOTS slots of CFX_CUDA_CHUNK_BYTES.
+struct StagingSettings {
+  int slots;
+  size_t slotBytes;
+  bool memOps;
+};
+
+StagingSettings stagingFromEnv() {
+  const int64_t slots = conflux::env::getInt("CFX_CUDA_SLOTS");
+  if (slots < 1 || slots > 64) throw Error(Status::kInvalidArgument, "CFX_CUDA_SLOTS must be 1 to 64");
+  const int64_t bytes = conflux::env::getInt("CFX_CUDA_CHUNK_BYTES");
+  if (bytes < 4096) throw Error(Status::kInvalidArgument, "CFX_CUDA_CHUNK_BYTES must be at least 4096");
+  const std::string memOps = conflux::env::getString("CFX_CUDA_MEMOPS");
+  if (memOps != "auto" && memOps != "0") throw Error(Status::kInvalidArgument, "CFX_CUDA_MEMOPS must be auto or 0");
+  return {static_cast<int>(slots), static_cast<size_t>(bytes), memOps == "auto"};
+}
+
+void checkDeviceIndex(int device) {
+  int count = 0;
+  const cudaError_t e = cudaGetDeviceCount(&count);
+  if (e != cudaSuccess) {
+    cudaGetLastError();
+    throw Error(Status::kUnhandledCudaError, std::string("cudaGetDeviceCount: ") + cudaGetErrorString(e));
+  }
+  if (device < 0 || device >= count) {
+    throw Error(Status::kInvalidArgument, "device " + std::to_string(device) + " is not a CUDA device of this machine (it has " +
+                                              std::to_string(count) + ")");
+  }
 }
 
 thread_local std::string tlsLastError;
@@ -153,9 +177,10 @@ cfxResult_t cfxCudaCommCreate(cfxComm_t comm, int device, cfxCudaComm_t* out) {
       c->alive = false;
       throw Error(Status::kInvalidArgument, "comm is not a live communicator");
     }
-    const int slots = static_cast<int>(envSize("CFX_CUDA_SLOTS", 4));
-    const size_t slotBytes = envSize("CFX_CUDA_CHUNK_BYTES", size_t{4} << 20);
-    c->pipeline = std::make_unique<Pipeline>(comm, std::make_unique<CudaEngine>(device, slots, slotBytes));
+    checkDeviceIndex(device);
+    const StagingSettings st = stagingFromEnv();
+    c->pipeline =
+        std::make_unique<Pipeline>(comm, std::make_unique<CudaEngine>(device, st.slots, st.slotBytes, st.memOps));
     *out = c;
   });
 }

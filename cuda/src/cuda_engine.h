@@ -1,25 +1,32 @@
 // The copy engine for CUDA device memory (hfreduce's GPU path), on the copy engines only: no
 // kernel of Conflux's runs on the GPU.
 //
-// Mechanism. Staging is pinned, mapped host memory. A call first makes the inbound stream wait for
-// the user's stream (an event). Chunk `seq` is copied device -> slot on the inbound stream, after
-// the slot's previous chunk has been copied out (an event recorded on the outbound stream); the
-// inbound stream then writes the slot's generation to a host-mapped flag, which the progress thread
-// polls (waitIn). The outbound stream waits until the host writes the generation to the slot's
-// "released" flag (cuStreamWaitValue32 on host-mapped memory) and copies slot -> device. At the end
-// of a call the user's stream waits for the outbound stream (an event), so work queued after the
-// call sees its result and the calling thread never blocks.
+// Mechanism. Staging is pinned host memory. A call first makes the inbound stream wait for the
+// user's stream (an event). Chunk `seq` is copied device -> slot on the inbound stream, after the
+// slot's previous chunk has been copied out (an event recorded on the outbound stream); the inbound
+// stream then records the slot's "in" event and writes the slot's generation to a host-mapped flag,
+// which the progress thread polls (waitIn). The outbound stream waits for the "in" event (so CUDA
+// itself sees that the copy out depends on the copy in, as the stream memory operations' documentation
+// asks: the scheduler must never put the copy in behind the wait below), then until the host writes
+// the generation to the slot's "released" flag (cuStreamWaitValue32 on host-mapped memory), and
+// copies slot -> device. At the end of a call the user's stream waits for the outbound stream (an
+// event), so work queued after the call sees its result and the calling thread never blocks.
 //
-// Where the driver lacks stream memory operations (said at INFO), the inbound flag is written by a
-// host function on the inbound stream, and the host itself queues each copy out when it releases
-// the chunk; the calling thread then waits where a stream would have: before reusing a slot whose
-// copy out is not queued yet, and at the end of a call for its last copy out. (A host function
-// that waited on a stream would block CUDA's callback thread, which the inbound flags need.)
-// Generations compare modulo 2^32 (CU_STREAM_WAIT_VALUE_GEQ), so flags never need resetting.
+// Where the driver lacks stream memory operations, or CFX_CUDA_MEMOPS=0 (said at INFO), the inbound
+// flag is written by a host function on the inbound stream, and the host itself queues each copy out
+// when it releases the chunk; the calling thread then waits where a stream would have: before
+// reusing a slot whose copy out is not queued yet, and at the end of a call for its last copy out.
+// (A host function that waited on a stream would block CUDA's callback thread, which the inbound
+// flags need.) Generations compare modulo 2^32 (CU_STREAM_WAIT_VALUE_GEQ), so flags never need
+// resetting and never alias (ABA) while fewer than 2^31 generations are in flight.
+//
+// Every entry point makes the engine's device current on the calling thread for its duration
+// (the user's thread, the progress thread), and restores the caller's device after.
 #pragma once
 
 #include <cuda_runtime_api.h>
 
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <mutex>
@@ -31,8 +38,9 @@ namespace conflux::staged {
 
 class CudaEngine : public CopyEngine {
  public:
-  // `slots` slots of `slotBytes` each, for buffers on `device`. Throws Error(kUnhandledCudaError).
-  CudaEngine(int device, int slots, size_t slotBytes);
+  // `slots` slots of `slotBytes` each, for buffers on `device`; `memOps`: use stream memory
+  // operations where the driver has them. Throws Error(kUnhandledCudaError) with CUDA's message.
+  CudaEngine(int device, int slots, size_t slotBytes, bool memOps);
   ~CudaEngine() override;
   CudaEngine(const CudaEngine&) = delete;
   CudaEngine& operator=(const CudaEngine&) = delete;
@@ -46,7 +54,7 @@ class CudaEngine : public CopyEngine {
   void copyIn(uint64_t seq, const Copy2D& copy) override;
   void copyOut(uint64_t seq, const Copy2D& copy) override;
   void end(void* stream) override;
-  void waitIn(uint64_t seq) override;
+  void waitIn(uint64_t seq, std::chrono::milliseconds timeout) override;
   void release(uint64_t seq) override;
 
   bool streamMemOps() const { return waitValue_ != nullptr; }
@@ -60,6 +68,8 @@ class CudaEngine : public CopyEngine {
   void queueCopyOut(uint64_t seq);
   // Without stream memory operations: blocks until the copy out of `seq` is queued.
   void awaitCopyOutQueued(uint64_t seq);
+  // Frees whatever the constructor got (also when it throws part way).
+  void releaseResources() noexcept;
 
   int device_;
   int slots_;
@@ -70,7 +80,8 @@ class CudaEngine : public CopyEngine {
   uintptr_t flagsDevice_ = 0;
   cudaStream_t in_ = nullptr, out_ = nullptr;
   cudaEvent_t begin_ = nullptr, end_ = nullptr;
-  std::vector<cudaEvent_t> outDone_;
+  std::vector<cudaEvent_t> outDone_;  // per slot: its last copy out finished
+  std::vector<cudaEvent_t> inDone_;   // per slot: its last copy in finished
   WaitValueFn waitValue_ = nullptr;
   WriteValueFn writeValue_ = nullptr;
   // Without stream memory operations: each slot's pending copy out, and the generation whose copy

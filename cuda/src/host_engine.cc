@@ -1,6 +1,9 @@
 #include "host_engine.h"
 
 #include <cstring>
+#include <string>
+
+#include "common/error.h"
 
 namespace conflux::staged {
 
@@ -70,7 +73,7 @@ void HostEngine::mark(Stage s, uint64_t seq) {
 
 void HostEngine::await(Stage s, uint64_t seq) {
   std::unique_lock<std::mutex> lock(mu_);
-  cv_.wait(lock, [&] { return reached_[s][seq % slots_] >= seq / slots_ + 1; });
+  cv_.wait(lock, [&] { return reached(s, seq); });
 }
 
 std::shared_ptr<bool> HostEngine::signalFrom(HostStream& s) {
@@ -112,7 +115,13 @@ void HostEngine::copyOut(uint64_t seq, const Copy2D& copy) {
 
 void HostEngine::end(void* stream) { waitOn(*static_cast<HostStream*>(stream), signalFrom(out_)); }
 
-void HostEngine::waitIn(uint64_t seq) { await(kIn, seq); }
+void HostEngine::waitIn(uint64_t seq, std::chrono::milliseconds timeout) {
+  std::unique_lock<std::mutex> lock(mu_);
+  if (!cv_.wait_for(lock, timeout, [&] { return reached(kIn, seq); })) {
+    throw Error(Status::kTimeout, "the input of staged chunk " + std::to_string(seq) + " did not reach its staging slot within " +
+                                      std::to_string(timeout.count()) + " ms (the stream never reached the call?)");
+  }
+}
 
 void HostEngine::release(uint64_t seq) { mark(kReleased, seq); }
 

@@ -50,7 +50,7 @@ class HostEngine : public CopyEngine {
   void copyIn(uint64_t seq, const Copy2D& copy) override;
   void copyOut(uint64_t seq, const Copy2D& copy) override;
   void end(void* stream) override;
-  void waitIn(uint64_t seq) override;
+  void waitIn(uint64_t seq, std::chrono::milliseconds timeout) override;
   void release(uint64_t seq) override;
 
  private:
@@ -58,6 +58,7 @@ class HostEngine : public CopyEngine {
   enum Stage { kIn, kReleased, kOut, kStages };
   void mark(Stage s, uint64_t seq);
   void await(Stage s, uint64_t seq);
+  bool reached(Stage s, uint64_t seq) const { return reached_[s][seq % slots_] >= seq / slots_ + 1; }
   // A one-shot event between streams.
   std::shared_ptr<bool> signalFrom(HostStream& s);
   void waitOn(HostStream& s, std::shared_ptr<bool> event);

@@ -16,9 +16,12 @@ size_t elemSize(cfxDataType_t t) {
 }  // namespace
 
 Pipeline::Pipeline(cfxComm_t comm, std::unique_ptr<CopyEngine> engine) : comm_(comm), engine_(std::move(engine)) {
-  if (cfxCommUserRank(comm, &rank_) != cfxSuccess || cfxCommCount(comm, &nranks_) != cfxSuccess) {
+  int timeoutMs = 0;
+  if (cfxCommUserRank(comm, &rank_) != cfxSuccess || cfxCommCount(comm, &nranks_) != cfxSuccess ||
+      cfxCommGetTimeout(comm, &timeoutMs) != cfxSuccess) {
     throw Error(Status::kInvalidArgument, "the pipeline's communicator is not valid");
   }
+  timeout_ = std::chrono::milliseconds(timeoutMs);
   thread_ = std::thread([this] { run(); });
 }
 
@@ -112,19 +115,25 @@ void Pipeline::run() {
 void Pipeline::runHost(const HostPart& part) {
   uint64_t seq = part.firstSeq;
   for (const Chunk& c : part.chunks) {
+    bool failed;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      failed = error_ != cfxSuccess;
+    }
+    // After a failure nothing more is run, and nothing waits for an input that may never come: each
+    // chunk is only released, so its copy out (and the user's stream behind it) goes ahead.
     try {
-      engine_->waitIn(seq);
-      bool failed;
-      {
-        std::lock_guard<std::mutex> lock(mu_);
-        failed = error_ != cfxSuccess;
-      }
       if (!failed) {
+        engine_->waitIn(seq, timeout_);
         const cfxResult_t r = runChunk(part, c, seq);
         if (r != cfxSuccess) recordError(r, cfxGetLastError(comm_));
       }
+    } catch (const Error& e) {  // the engine failed (a CUDA error) or the input never came
+      recordError(static_cast<cfxResult_t>(static_cast<int>(e.status())), e.what());
+    }
+    try {
       engine_->release(seq);
-    } catch (const Error& e) {  // the engine failed (a CUDA error): keep it, go on releasing
+    } catch (const Error& e) {
       recordError(static_cast<cfxResult_t>(static_cast<int>(e.status())), e.what());
     }
     ++seq;

@@ -6,11 +6,14 @@
 // the host part to the progress thread, so the caller never waits. The progress thread runs the
 // host parts in submission order; for each chunk it waits for the input, runs the Conflux
 // collective on the slot (blocking, with the chunk's columns as the count) and releases the chunk.
-// After a failure the thread releases every remaining chunk without running it, so no stream
-// waits forever, and every later submit fails at once with the first error (NCCL's asynchronous
-// error, read with asyncError()).
+// After a failure the thread releases every remaining chunk without running it or waiting for its
+// input, so no stream waits forever, and every later submit fails at once with the first error
+// (NCCL's asynchronous error, read with asyncError()). The wait for a chunk's input is bounded by the
+// communicator's timeout (cfxCommGetTimeout): a user stream that never reaches the call, or a copy
+// that never completes, becomes that error instead of a hang.
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -71,6 +74,7 @@ class Pipeline {
   cfxComm_t comm_;
   int rank_ = 0;
   int nranks_ = 1;
+  std::chrono::milliseconds timeout_{0};
   std::unique_ptr<CopyEngine> engine_;
   uint64_t nextSeq_ = 0;  // the submitting thread's
 

@@ -1,7 +1,8 @@
 // The staged GPU path on a real GPU (several ranks share it): every collective x datatype x op x
 // count, in and out of place, on device buffers, checked exactly; stream order with a producer
 // kernel, the collective and a consumer kernel and no host synchronisation between them; a killed
-// rank releasing the others' streams. Without a CUDA device it exits 77 (CTest's skip).
+// rank releasing the others' streams. Without an NVIDIA GPU it exits 77 (CTest's skip); a driver or
+// runtime error on a machine that has one is a failure (gpu_presence.h).
 #include <cuda_runtime.h>  // the typed cudaMalloc overloads
 #include <gtest/gtest.h>
 
@@ -12,6 +13,7 @@
 #include "cases.h"
 #include "conflux/conflux_cuda.h"
 #include "gpu_kernels.h"
+#include "gpu_presence.h"
 #include "harness.h"
 
 using namespace cfxtest;
@@ -186,10 +188,8 @@ TEST(Gpu, KilledRankReleasesTheStream) {
 }
 
 int main(int argc, char** argv) {
-  int devices = 0;
-  if (!isRankProcess() && (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0)) {
-    std::printf("skipped: no CUDA device (%s)\n", cudaGetErrorString(cudaGetDeviceCount(&devices)));
-    return 77;
+  if (!isRankProcess()) {
+    if (const int presence = cfxGpuPresence(); presence != 0) return presence;  // 77: skipped; 1: CUDA fails
   }
   ::testing::InitGoogleTest(&argc, argv);
   return RUN_ALL_TESTS();

@@ -6,8 +6,10 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <condition_variable>
 #include <csignal>
 #include <cstring>
+#include <mutex>
 #include <thread>
 
 #include "cases.h"
@@ -230,4 +232,41 @@ TEST(StagedPipeline, EngineFailurePartWayReleasesWhatWasQueued) {
     EXPECT_EQ(p.asyncError(&message), cfxUnhandledCudaError);
     EXPECT_NE(message.find("injected"), std::string::npos) << message;
   });
+}
+
+// A user stream that never reaches the call (here: held by a task until the test lets it go): the
+// wait for the first chunk's input gives up after the communicator's timeout (CFX_TIMEOUT=1) with
+// cfxTimeout, the remaining chunks are released without waiting again, and once the stream moves
+// on it completes. Seen hanging when waitIn had no bound.
+TEST(StagedPipeline, InputThatNeverComesTimesOut) {
+  RunOptions opts;
+  opts.env = {"CFX_TIMEOUT=1"};
+  runRanks(1, [](Rank& rk) {
+    Pipeline p(rk.comm, std::make_unique<HostEngine>(2, 256));
+    HostStream stream;
+    std::vector<float> in(3000, 1.0f), out(3000, 0.0f);  // 47 chunks through 2 slots
+    std::mutex mu;
+    std::condition_variable cv;
+    bool go = false;
+    stream.enqueue([&] {
+      std::unique_lock<std::mutex> lock(mu);
+      cv.wait(lock, [&] { return go; });
+    });
+    const auto t0 = std::chrono::steady_clock::now();
+    p.submit(Call{Coll::kAllReduce, in.data(), out.data(), in.size(), cfxFloat32, cfxSum, -1}, &stream);
+    while (p.asyncError() == cfxSuccess && std::chrono::steady_clock::now() - t0 < std::chrono::seconds(30)) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    std::string message;
+    EXPECT_EQ(p.asyncError(&message), cfxTimeout) << message;
+    EXPECT_NE(message.find("did not reach its staging slot within 1000 ms"), std::string::npos) << message;
+    p.drain();  // every chunk released, none waited for again
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5));
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      go = true;
+    }
+    cv.notify_all();
+    stream.synchronize();  // the copies out and the stream's end ran
+  }, opts);
 }

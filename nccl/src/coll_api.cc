@@ -36,10 +36,16 @@ int rankOf(ncclComm& c) {
   return me;
 }
 
-// Runs `body` with the live communicator.
+// Runs `body` with the live communicator, unless it is suspended.
 template <class F>
 ncclResult_t call(const char* fn, ncclComm_t comm, F&& body) {
-  return guarded(fn, comm, [&] { body(*live(comm)); });
+  return guarded(fn, comm, [&] {
+    ncclComm* c = live(comm);
+    if (c->suspended.load(std::memory_order_acquire)) {
+      throw ShimError(ncclInvalidUsage, "the communicator is suspended (ncclCommSuspend): ncclCommResume it first");
+    }
+    body(*c);
+  });
 }
 
 }  // namespace

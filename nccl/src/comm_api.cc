@@ -135,10 +135,44 @@ NCCL_API ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclCom
   });
 }
 
-// Conflux finishes every operation before it returns (or before its stream completes), so there is
-// nothing left to flush.
+// Host-buffer calls are complete when they return; device-buffer calls run on the staged path's
+// progress thread: finalize waits for their host part (the copies back are on their streams, as
+// NCCL's kernels are after its blocking finalize) and reports its failure.
 NCCL_API ncclResult_t ncclCommFinalize(ncclComm_t comm) {
-  return guarded("ncclCommFinalize", comm, [&] { live(comm); });
+  return guarded("ncclCommFinalize", comm, [&] { drainDevice(*live(comm)); });
+}
+
+// Suspension frees a communicator's dynamic GPU memory in NCCL. Conflux keeps none on the GPU (its
+// staging is pinned host memory, which a suspended communicator keeps), so suspending only drains the
+// staged work and refuses operations until ncclCommResume; unlike NCCL's it needs no barrier.
+NCCL_API ncclResult_t ncclCommSuspend(ncclComm_t comm, int flags) {
+  return guarded("ncclCommSuspend", comm, [&] {
+    ncclComm* c = live(comm);
+    if ((flags & ~NCCL_SUSPEND_MEM) != 0) throw ShimError(ncclInvalidArgument, "unknown flags " + std::to_string(flags));
+    drainDevice(*c);
+    if (c->suspended.exchange(true)) throw ShimError(ncclInvalidUsage, "the communicator is already suspended");
+  });
+}
+
+NCCL_API ncclResult_t ncclCommResume(ncclComm_t comm) {
+  return guarded("ncclCommResume", comm, [&] {
+    if (!live(comm)->suspended.exchange(false)) throw ShimError(ncclInvalidUsage, "the communicator is not suspended");
+  });
+}
+
+// What NCCL's memory statistics say of Conflux: no GPU memory at all, suspended or not.
+NCCL_API ncclResult_t ncclCommMemStats(ncclComm_t comm, int stat, uint64_t* value) {
+  return guarded("ncclCommMemStats", comm, [&] {
+    ncclComm* c = live(comm);
+    if (value == nullptr) throw ShimError(ncclInvalidArgument, "value is NULL");
+    switch (stat) {
+      case ncclStatGpuMemSuspended: *value = c->suspended.load() ? 1 : 0; break;
+      case ncclStatGpuMemSuspend:
+      case ncclStatGpuMemPersist:
+      case ncclStatGpuMemTotal: *value = 0; break;
+      default: throw ShimError(ncclInvalidArgument, "unknown statistic " + std::to_string(stat));
+    }
+  });
 }
 
 NCCL_API ncclResult_t ncclCommDestroy(ncclComm_t comm) {

@@ -61,6 +61,9 @@ class HostView {
 ncclResult_t deviceAsyncError(ncclComm& c);
 // Before the communicator goes: waits for (or, when aborting, fails) the staged work and frees it.
 void retireDevice(ncclComm& c);
+// Waits until the host part of every staged call of `c` has run (ncclCommFinalize, ncclCommSuspend);
+// throws ShimError with the staged path's first failure.
+void drainDevice(ncclComm& c);
 // The CUDA device current on this thread (0 without CUDA), which a new communicator belongs to.
 int currentDevice();
 // ncclMemAlloc/ncclMemFree: device memory when a GPU is present, else host memory.

@@ -152,6 +152,14 @@ ncclResult_t deviceAsyncError(ncclComm& c) {
   return toNccl(r);
 }
 
+void drainDevice(ncclComm& c) {
+  if (cfxCudaComm_t s = existingStaged(c)) checkStaged(cfxCudaCommSynchronize(s), s);
+  if (deviceAsyncError(c) != ncclSuccess) {
+    cfxCudaComm_t s = existingStaged(c);
+    throw ShimError(deviceAsyncError(c), cfxCudaGetLastError(s));
+  }
+}
+
 void retireDevice(ncclComm& c) {
   cfxCudaComm_t s = existingStaged(c);
   if (s != nullptr) checkStaged(cfxCudaCommDestroy(s), s);

@@ -58,6 +58,11 @@ typedef struct {
   int blocking;
 } ncclConfigPrefix;
 
+// ncclCommSuspend's flags and ncclCommMemStats's statistics (NCCL 2.29.7 and later).
+#define NCCL_SUSPEND_MEM 0x01
+constexpr int ncclStatGpuMemSuspend = 0, ncclStatGpuMemSuspended = 1, ncclStatGpuMemPersist = 2,
+              ncclStatGpuMemTotal = 3;
+
 #define NCCL_SPLIT_NOCOLOR (-1)
 #define NCCL_CONFIG_UNDEF_INT INT_MIN
 #define NCCL_API_MAGIC 0xcafebeef

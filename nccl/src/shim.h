@@ -19,6 +19,8 @@ struct ncclComm {
   static constexpr uint32_t kDead = 0xdead6363u;
 
   std::atomic<uint32_t> state{kAlive};
+  // Between ncclCommSuspend and ncclCommResume: operations are refused (NCCL's rule).
+  std::atomic<bool> suspended{false};
   cfxComm_t inner = nullptr;
   int cudaDev = 0;
   cfx_nccl::PreMulTable premul;

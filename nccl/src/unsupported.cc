@@ -1,7 +1,15 @@
-// NCCL calls the shim exports but cannot serve: symmetric-memory windows and the device API (they
-// need NCCL's GPU kernels), elastic communicators (shrink, grow, revoke, suspend), signals and
-// simulation. Each returns ncclInvalidUsage with a message for ncclGetLastError, so a program (or
-// PyTorch's libtorch_cuda.so, which imports them) loads and learns at run time what is missing.
+// NCCL calls the shim exports but cannot serve, each with why. Each returns ncclInvalidUsage with a
+// message for ncclGetLastError, so a program (or PyTorch's libtorch_cuda.so, which imports them)
+// loads and learns at run time what is missing.
+//   - Symmetric-memory windows, the device communicator and its pointers (ncclCommWindow*,
+//     ncclWinGetUserPtr, ncclDevComm*, ncclGetLsaMultimemDevicePointer, ncclGetPeerDevicePointer) and
+//     one-sided signals (ncclPutSignal, ncclSignal, ncclWaitSignal): they hand the program device
+//     memory that NCCL's own GPU kernels read and write; Conflux runs no kernel on the GPU.
+//   - Growing a communicator (ncclCommGetUniqueId, ncclCommGrow): Conflux has no way to add ranks
+//     to a live communicator.
+//   - Shrinking and revoking (ncclCommShrink, ncclCommRevoke): Conflux's core has no shrink yet.
+//   - Group simulation (ncclGroupSimulateEnd): its estimate comes from NCCL's tuning model of NCCL's
+//     own algorithms, which says nothing of Conflux's.
 #include <cstdint>
 
 #include "shim.h"
@@ -27,12 +35,9 @@ NCCL_API ncclResult_t ncclCommGrow(ncclComm_t comm, int, const ncclUniqueId*, in
   return unsupported("ncclCommGrow", comm);
 }
 NCCL_API ncclResult_t ncclCommRevoke(ncclComm_t comm, int) { return unsupported("ncclCommRevoke", comm); }
-NCCL_API ncclResult_t ncclCommSuspend(ncclComm_t comm, int) { return unsupported("ncclCommSuspend", comm); }
-NCCL_API ncclResult_t ncclCommResume(ncclComm_t comm) { return unsupported("ncclCommResume", comm); }
 NCCL_API ncclResult_t ncclCommGetUniqueId(ncclComm_t comm, ncclUniqueId*) {
   return unsupported("ncclCommGetUniqueId", comm);
 }
-NCCL_API ncclResult_t ncclCommMemStats(ncclComm_t comm, int, uint64_t*) { return unsupported("ncclCommMemStats", comm); }
 NCCL_API ncclResult_t ncclCommWindowRegister(ncclComm_t comm, void*, size_t, ncclWindow_t*, int) {
   return unsupported("ncclCommWindowRegister", comm);
 }

@@ -15,6 +15,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "gpu_presence.h"
+
 #define MAXR 8
 #define COUNT 100003 /* odd, and several staging chunks of float32 at small CFX_CUDA_CHUNK_BYTES */
 
@@ -113,8 +115,8 @@ int main(int argc, char** argv) {
   for (int r = 0; r < n; ++r) {
     pids[r] = fork();
     if (pids[r] != 0) continue;
-    int devices = 0;
-    if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) _exit(77);
+    const int presence = cfxGpuPresence(); /* 77: no NVIDIA GPU here; 1: CUDA fails where there is one */
+    if (presence != 0) _exit(presence);
     ncclUniqueId id;
     if (r == 0) {
       if (ncclGetUniqueId(&id) != ncclSuccess) _exit(3);
@@ -141,7 +143,7 @@ int main(int argc, char** argv) {
     }
   }
   if (skipped == n) {
-    printf("skipped: no CUDA device\n");
+    printf("skipped: no NVIDIA GPU on this machine\n");
     return 77;
   }
   return bad || skipped ? 1 : 0;

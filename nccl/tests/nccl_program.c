@@ -240,6 +240,28 @@ static void errors(int rank, ncclComm_t comm) {
   if (async != ncclSuccess) fail(rank, "async error after bad input");
 }
 
+/* Suspension: Conflux holds no GPU memory, so every statistic is 0; a suspended communicator refuses
+ * operations until it is resumed, then works as before. */
+static void suspension(int rank, int n, ncclComm_t comm) {
+  uint64_t v = 99;
+  ok(rank, ncclCommMemStats(comm, ncclStatGpuMemTotal, &v), "ncclCommMemStats total", comm);
+  if (v != 0) fail(rank, "GPU memory total not 0");
+  ok(rank, ncclCommSuspend(comm, NCCL_SUSPEND_MEM), "ncclCommSuspend", comm);
+  ok(rank, ncclCommMemStats(comm, ncclStatGpuMemSuspended, &v), "ncclCommMemStats suspended", comm);
+  if (v != 1) fail(rank, "not reported suspended");
+  int32_t one = 1, sum = 0;
+  if (ncclAllReduce(&one, &sum, 1, ncclInt32, ncclSum, comm, 0) != ncclInvalidUsage) fail(rank, "suspended comm ran a call");
+  if (!strstr(ncclGetLastError(comm), "suspended")) fail(rank, "suspended error text");
+  if (ncclCommSuspend(comm, NCCL_SUSPEND_MEM) != ncclInvalidUsage) fail(rank, "suspended twice");
+  ok(rank, ncclCommResume(comm), "ncclCommResume", comm);
+  if (ncclCommResume(comm) != ncclInvalidUsage) fail(rank, "resumed twice");
+  ok(rank, ncclCommMemStats(comm, ncclStatGpuMemSuspended, &v), "ncclCommMemStats resumed", comm);
+  if (v != 0) fail(rank, "still reported suspended");
+  if (ncclCommMemStats(comm, (ncclCommMemStat_t)42, &v) != ncclInvalidArgument) fail(rank, "statistic 42 accepted");
+  ok(rank, ncclAllReduce(&one, &sum, 1, ncclInt32, ncclSum, comm, 0), "ncclAllReduce after resume", comm);
+  if (sum != n) fail(rank, "allreduce after resume value");
+}
+
 static void checkQueries(int rank, int n, ncclComm_t comm) {
   int count = -1, me = -1, dev = -1;
   ok(rank, ncclCommCount(comm, &count), "ncclCommCount", comm);
@@ -261,6 +283,7 @@ static int runRank(int rank, int n, ncclUniqueId id) {
   movement(rank, n, comm);
   premul(rank, n, comm);
   errors(rank, comm);
+  suspension(rank, n, comm);
   /* Split by parity: each half sums ones */
   ncclComm_t half = NULL;
   ok(rank, ncclCommSplit(comm, rank % 2, rank, &half, NULL), "ncclCommSplit", comm);

@@ -1,6 +1,10 @@
-"""The PyTorch backend on CUDA tensors (CTest: Gpu.torch). Exits 77 (skipped) where torch has no
-CUDA device or torch_conflux was built without Conflux's CUDA path; otherwise runs cuda_worker.py
-at 1 to 4 ranks on GPU 0, DDP at 2 ranks, and a dead peer at 3 ranks."""
+"""The PyTorch backend on CUDA tensors (CTest: Gpu.torch). Exits 77 (skipped) only where it cannot
+run at all: torch is a CPU build, this machine has no NVIDIA GPU, or torch_conflux was built without
+Conflux's CUDA path. A GPU that is there but that CUDA cannot use is a failure. Otherwise it prints the
+device and driver, and runs cuda_worker.py at 1 to 4 ranks on GPU 0, DDP at 2 ranks, and a dead peer
+at 3 ranks."""
+import ctypes
+import os
 import sys
 
 import torch
@@ -8,12 +12,35 @@ import torch
 import launch
 import torch_conflux
 
-if not torch.cuda.is_available():
-    print("SKIP: torch has no CUDA device here")
+
+def no_nvidia_driver():
+    """Neither NVIDIA's device node nor its driver library is on this machine."""
+    if os.path.exists("/dev/nvidiactl") or os.path.exists("/dev/nvidia0"):
+        return False
+    try:
+        ctypes.CDLL("libcuda.so.1")
+    except OSError:
+        return True
+    return False
+
+
+if torch.version.cuda is None:
+    print(f"SKIP: torch {torch.__version__} is a CPU build")
     sys.exit(77)
+if not torch.cuda.is_available():
+    if no_nvidia_driver():
+        print("SKIP: no NVIDIA driver or device on this machine")
+        sys.exit(77)
+    print(f"FAIL: this machine has NVIDIA's driver, but torch {torch.__version__} (CUDA {torch.version.cuda}) "
+          f"finds no usable device ({torch.cuda.device_count()} devices)")
+    sys.exit(1)
 if not torch_conflux.has_cuda_path():
     print("SKIP: torch_conflux was built without Conflux's CUDA path")
     sys.exit(77)
+driver = ctypes.c_int(0)
+ctypes.CDLL("libcuda.so.1").cuDriverGetVersion(ctypes.byref(driver))
+print(f"GPU 0: {torch.cuda.get_device_name(0)}, torch {torch.__version__} (CUDA {torch.version.cuda}), "
+      f"driver {driver.value}")
 
 failed = False
 for mode, ranks in [("collectives", n) for n in (1, 2, 3, 4)] + [("ddp", 2), ("dead_peer", 3)]:

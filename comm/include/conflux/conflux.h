@@ -130,6 +130,10 @@ CFX_API cfxResult_t cfxCommGetAsyncError(cfxComm_t comm, cfxResult_t* asyncError
 /* Conflux extension: which host this rank is on (hosts numbered 0..nhosts-1 in order of their lowest
  * rank) and how many hosts the communicator spans. Splitting by `host` gives per-host communicators. */
 CFX_API cfxResult_t cfxCommHost(const cfxComm_t comm, int* host, int* nhosts);
+/* Conflux extension: how long any wait of this communicator may go without progress before it fails
+ * with cfxTimeout (its config's timeoutMs, else CFX_TIMEOUT), in milliseconds. Libraries layered on a
+ * communicator (the staged GPU path) bound their own waits with it. */
+CFX_API cfxResult_t cfxCommGetTimeout(const cfxComm_t comm, int* timeoutMs);
 
 /* Host streams: operations issued on one run asynchronously, in issue order. NULL means blocking. */
 CFX_API cfxResult_t cfxStreamCreate(cfxStream_t* stream);

@@ -1,4 +1,6 @@
 // Entry points for versions, errors, communicators and streams.
+#include <algorithm>
+#include <climits>
 #include <cstring>
 
 #include "api/checks.h"
@@ -177,6 +179,15 @@ cfxResult_t cfxCommHost(const cfxComm_t comm, int* host, int* nhosts) {
     if (host == nullptr || nhosts == nullptr) throw Error(Status::kInvalidArgument, "host or nhosts is NULL");
     *host = ref->hosts().hostOf[ref->rank()];
     *nhosts = ref->hosts().nhosts();
+  });
+}
+
+cfxResult_t cfxCommGetTimeout(const cfxComm_t comm, int* timeoutMs) {
+  return guarded("cfxCommGetTimeout", comm, [&] {
+    CommRef ref(comm);
+    if (timeoutMs == nullptr) throw Error(Status::kInvalidArgument, "timeoutMs is NULL");
+    const auto ms = ref->context().wait().timeout.count();
+    *timeoutMs = static_cast<int>(std::min<int64_t>(ms, INT32_MAX));
   });
 }
 
