@@ -151,8 +151,8 @@ Communicator::Communicator(uint64_t hash, int rank, std::vector<pid_t> pids, Hos
     // the remote ones by closing the connections.
     ctx_->poison(o.status, o.message);
     if (!transport_) return;
-    // The peers attribute the notice to this rank (transport/net/notice.h).
-    transport_->shutdown(o.message);
+    // The peers attribute the notice to this rank (transport/net/notice.h), and to its call.
+    transport_->shutdown(o.message, o.status, o.failedCall);
   }, recorder_.get());
   hier_.hosts = &hosts_;
   hier_.tuning = &tuning_;

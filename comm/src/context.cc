@@ -160,8 +160,14 @@ void Context::ringAll() {
 
 shm::Doorbell& Context::myBell() const { return control(rank_).bell; }
 
-void Context::poison(Status status, const std::string& message) {
+void Context::poison(Status status, const std::string& message, std::optional<uint64_t> fromSeq) {
   SegmentHeader& h = header();
+  const uint64_t seq = fromSeq.value_or(firstUnfinished());
+  // The failure concerns the lowest operation any failing rank had not finished: lower it first, so a
+  // rank that sees the poison also sees a number no higher than this one.
+  uint64_t cur = h.poisonSeq.load(std::memory_order_relaxed);
+  while (seq < cur && !h.poisonSeq.compare_exchange_weak(cur, seq, std::memory_order_acq_rel)) {
+  }
   int32_t expected = 0;
   // Claim the poison slot first (value -1 while writing), then publish who failed.
   if (h.poisonedBy.compare_exchange_strong(expected, -1)) {
@@ -172,20 +178,32 @@ void Context::poison(Status status, const std::string& message) {
   for (int r = 0; r < size_; ++r) control(r).bell.ringAlways();
 }
 
+bool Context::poisonReaches(bool pointToPoint) const {
+  const SegmentHeader& h = header();
+  if (h.poisonedBy.load(std::memory_order_acquire) <= 0) return false;
+  return pointToPoint || h.poisonSeq.load(std::memory_order_acquire) <= firstUnfinished();
+}
+
+Status Context::poisonStatus(std::string* message) const {
+  if (!poisonReaches(false)) return Status::kSuccess;
+  if (message) *message = header().poisonMessage;
+  return static_cast<Status>(header().poisonStatus);
+}
+
 void Context::abort() {
   aborted_.store(true, std::memory_order_release);
   // Peers on this host stop at once too (remote hosts learn it from the transport's shutdown).
-  poison(Status::kAborted, "rank " + std::to_string(commRank(rank_)) + " aborted the communicator");
+  poison(Status::kAborted, "rank " + std::to_string(commRank(rank_)) + " aborted the communicator", 0);
   myBell().ringAlways();
 }
 
-void Context::checkAbortAndPoison(const std::function<std::string()>& what) {
+void Context::checkAbortAndPoison(const std::function<std::string()>& what, bool pointToPoint) {
   if (aborted()) {
-    poison(Status::kAborted, "rank " + std::to_string(commRank(rank_)) + " aborted the communicator");
+    poison(Status::kAborted, "rank " + std::to_string(commRank(rank_)) + " aborted the communicator", 0);
     throw Error(Status::kAborted, "communicator aborted while waiting for " + what());
   }
   int32_t by = header().poisonedBy.load(std::memory_order_acquire);
-  if (by > 0) {
+  if (by > 0 && poisonReaches(pointToPoint)) {
     // Mismatched calls are every rank's usage error, and a stall every waiting rank's timeout,
     // whichever rank found them; a timeout's message already names the rank that stalled.
     const int32_t status = header().poisonStatus;

@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -96,12 +97,17 @@ class Context {
   // Waiting support for the executor.
   shm::Doorbell& myBell() const;
   // Health checks for a waiting rank, each throwing Error when it fails:
-  //  - the communicator was aborted here, or another rank poisoned it;
+  //  - the communicator was aborted here, or another rank's failure reaches this rank's work;
   //  - nothing moved for longer than the timeout (`what` describes what we wait for).
-  void checkAbortAndPoison(const std::function<std::string()>& what);
-  // Cheap check at the start of every batch: a failed communicator stays failed, even for a rank
-  // that could finish an operation from what its peers staged before they failed.
+  // A failure reaches the collective this rank is in (or starts next) when it concerns that
+  // operation number or an earlier one: a rank still finishing an earlier collective that every
+  // rank got past completes it first, then fails its next. It always reaches point-to-point work
+  // (`pointToPoint`), which is not numbered.
+  void checkAbortAndPoison(const std::function<std::string()>& what, bool pointToPoint = true);
+  bool poisonReaches(bool pointToPoint) const;
   bool poisoned() const { return header().poisonedBy.load(std::memory_order_acquire) > 0; }
+  // The poison's status and message, when it reaches this rank's next operation (else kSuccess).
+  Status poisonStatus(std::string* message) const;
   // `waited`: the local ranks the wait is blocked on; `across`: the first communicator rank on
   // another host it waits for (-1: none). The message names the rank that stalled.
   void checkTimeout(std::chrono::steady_clock::time_point lastProgress, const std::function<std::string()>& what,
@@ -117,8 +123,11 @@ class Context {
   // and calls failDeadPeer only if it is still blocked on that rank.
   int findDeadPeer(const std::vector<int>& ranks);
   [[noreturn]] void failDeadPeer(int rank, const std::function<std::string()>& what);
-  // Marks the communicator failed in shared memory so every peer stops waiting at once.
-  void poison(Status status, const std::string& message);
+  // Marks the communicator failed in shared memory so every peer stops waiting at once; the failure
+  // concerns this rank's first unfinished operation and later ones (`fromSeq` overrides: 0, all).
+  void poison(Status status, const std::string& message, std::optional<uint64_t> fromSeq = std::nullopt);
+  // The first operation this rank has not finished (the one it is in, or starts next).
+  uint64_t firstUnfinished() const { return control(rank_).finished.load(std::memory_order_relaxed) + 1; }
   // Poisons the communicator with `message` and throws it.
   [[noreturn]] void fail(Status status, const std::string& message);
   void abort();

@@ -38,23 +38,39 @@ void Engine::notifyLocked() {
   }
 }
 
-Outcome Engine::attempt(std::span<const std::unique_ptr<Op>> ops, const RunLimit* limit, bool& finished) {
+uint32_t Engine::failedCallOf(std::span<std::unique_ptr<Op>> ops, const Op* early) {
+  if (early != nullptr && !early->done()) return early->callSeq();
+  for (const auto& op : ops) {
+    if (!op->done()) return op->callSeq();
+  }
+  return 0;
+}
+
+Outcome Engine::attempt(std::span<std::unique_ptr<Op>> ops, const RunLimit* limit, bool& finished) {
   Outcome out;
   finished = true;
   if (recorder_) {
     for (const auto& op : ops) recorder_->started(op->flightId);
   }
   try {
-    finished = executeBatch(ctx_, ops, limit, recorder_ ? &observer_ : nullptr);
+    finished = executeBatch(ctx_, ops, limit, recorder_ ? &observer_ : nullptr, early_.get());
   } catch (const Error& e) {
-    out = Outcome{e.status(), e.what()};
+    out = Outcome{e.status(), e.what(), failedCallOf(ops, early_.get())};
   } catch (const std::exception& e) {
-    out = Outcome{Status::kInternalError, e.what()};
+    out = Outcome{Status::kInternalError, e.what(), failedCallOf(ops, early_.get())};
   }
-  if (out.ok() && finished && recorder_) {
-    for (const auto& op : ops) recorder_->finished(op->flightId, true);
+  if (out.ok() && finished) {
+    if (recorder_) {
+      for (const auto& op : ops) recorder_->finished(op->flightId, true);
+    }
+    early_.reset();  // confirmed
+    if (ops.size() == 1 && !ops[0]->done()) {  // returned ready early: confirmed by the next batch
+      early_ = std::move(ops[0]);
+      early_->flightId = 0;  // its record is complete
+    }
   }
   if (!out.ok()) {
+    early_.reset();
     logWarn(out.message);
     bool first = false;
     {
@@ -72,7 +88,7 @@ void Engine::recordRefused(std::span<const std::unique_ptr<Op>> ops) {
   for (const auto& op : ops) recorder_->finished(op->flightId, false);
 }
 
-Outcome Engine::execute(std::span<const std::unique_ptr<Op>> ops, const std::vector<Stream*>& streams,
+Outcome Engine::execute(std::span<std::unique_ptr<Op>> ops, const std::vector<Stream*>& streams,
                         bool checked) {
   Outcome out;
   if (!checked) {
@@ -122,7 +138,7 @@ Outcome Engine::runBlocking(std::unique_ptr<Op> op) {
     busy_ = true;
     lock.unlock();
     static const std::vector<Stream*> kNoStreams;
-    Outcome out = execute(std::span<const std::unique_ptr<Op>>(&op, 1), kNoStreams, true);
+    Outcome out = execute(std::span<std::unique_ptr<Op>>(&op, 1), kNoStreams, true);
     lock.lock();
     busy_ = false;
     notifyLocked();
@@ -212,8 +228,15 @@ void Engine::drain() {
 }
 
 Outcome Engine::asyncError() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return failed_;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!failed_.ok()) return failed_;
+  }
+  // A peer's failure that this rank's next operation would meet (a mismatch found by the ranks
+  // that read this one, say) is this rank's asynchronous error already.
+  std::string message;
+  const Status s = ctx_.poisonStatus(&message);
+  return s == Status::kSuccess ? Outcome{} : Outcome{s, message};
 }
 
 void Engine::threadMain() {

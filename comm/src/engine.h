@@ -10,6 +10,11 @@
 //
 // A batch that fails with anything but an argument error leaves the communicator failed: every
 // later batch fails at once with the same status (as NCCL's async error), until it is destroyed.
+//
+// A batch of one collective returns once that collective is ready early (Op::readyEarly: a
+// latency-path call whose output is final before every rank has arrived). The engine keeps it and
+// confirms it first in the next batch, which cannot finish before it: a call whose peers called
+// something else fails then, at the latest.
 #pragma once
 
 #include <condition_variable>
@@ -69,17 +74,21 @@ class Engine {
   void enqueue(Batch batch, std::shared_ptr<Completion> done);
   // Waits until everything queued has run.
   void drain();
+  // The latched failure; else a failure of a peer that reaches this rank's next operation.
   Outcome asyncError() const;
 
  private:
   // Runs ops on this thread; `checked`: the latched error was already checked under the lock.
-  Outcome execute(std::span<const std::unique_ptr<Op>> ops, const std::vector<Stream*>& streams, bool checked);
-  // Runs ops until they finish or reach `limit` (optional); latches a failure. Sets `finished`.
-  Outcome attempt(std::span<const std::unique_ptr<Op>> ops, const RunLimit* limit, bool& finished);
+  Outcome execute(std::span<std::unique_ptr<Op>> ops, const std::vector<Stream*>& streams, bool checked);
+  // Runs ops (after confirming the previous call, if it returned early) until they finish or reach
+  // `limit` (optional); latches a failure; keeps a last operation that finished early. Sets `finished`.
+  Outcome attempt(std::span<std::unique_ptr<Op>> ops, const RunLimit* limit, bool& finished);
   void threadMain();
 
   // Operations that will not run because the communicator failed earlier.
   void recordRefused(std::span<const std::unique_ptr<Op>> ops);
+  // The communicator call of the first unfinished operation (Op::callSeq), for a failure.
+  static uint32_t failedCallOf(std::span<std::unique_ptr<Op>> ops, const Op* early);
 
   Context& ctx_;
   std::function<void(const Outcome&)> onFailure_;
@@ -121,6 +130,9 @@ class Engine {
   bool busy_ = false;
   bool stop_ = false;
   Outcome failed_;  // latched fatal error
+  // The last batch's operation that returned ready early, until it is confirmed (only the thread
+  // running this engine's work touches it).
+  std::unique_ptr<Op> early_;
   std::thread thread_;
 };
 

@@ -62,7 +62,8 @@ class WaitNotice {
 
 class BatchRunner {
  public:
-  BatchRunner(Context& ctx, std::span<const std::unique_ptr<Op>> ops) : ctx_(ctx), ops_(ops) {
+  BatchRunner(Context& ctx, std::span<const std::unique_ptr<Op>> ops, Op* pending)
+      : ctx_(ctx), ops_(ops), pending_(pending), earlyAllowed_(ops.size() == 1 && !ops[0]->isPointToPoint()) {
     // Busy flags are only needed when point-to-point operations are present.
     // Peers are communicator ranks, which may exceed the local ranks of this context.
     size_t peers = 0;
@@ -80,6 +81,11 @@ class BatchRunner {
     bool collectiveActive = false;
     sendBusy_.clear();
     recvBusy_.clear();
+    if (pending_ != nullptr && !pending_->done()) {  // the previous call's confirmation goes first
+      finished_ = false;
+      collectiveActive = true;
+      moved |= pending_->progress(ctx_);
+    }
     for (auto& op : ops_) {
       if (op->done()) continue;
       finished_ = false;
@@ -93,64 +99,83 @@ class BatchRunner {
       }
       moved |= op->progress(ctx_);
     }
-    if (moved && !finished_) finished_ = std::all_of(ops_.begin(), ops_.end(), [](auto& o) { return o->done(); });
+    if (moved && !finished_) finished_ = allDone();
+    if (!finished_ && earlyAllowed_ && ops_[0]->readyEarly()) finished_ = pending_ == nullptr || pending_->done();
     return moved;
   }
 
   bool finished() const { return finished_; }
 
+  bool allDone() const {
+    if (pending_ != nullptr && !pending_->done()) return false;
+    return std::all_of(ops_.begin(), ops_.end(), [](auto& o) { return o->done(); });
+  }
+
+  // Every unfinished operation, the previous call's confirmation first.
+  template <class F>
+  void forUnfinished(F&& f) const {
+    if (pending_ != nullptr && !pending_->done()) f(*pending_);
+    for (auto& op : ops_) {
+      if (!op->done()) f(*op);
+    }
+  }
+
+  // Whether a point-to-point operation is unfinished: then any failure of a peer concerns this
+  // batch (a collective is concerned only by failures of its call or an earlier one).
+  bool pointToPoint() const {
+    for (auto& op : ops_) {
+      if (op->isPointToPoint() && !op->done()) return true;
+    }
+    return false;
+  }
+
   std::vector<int> waitedOn() const {
     std::vector<int> ranks;
-    for (auto& op : ops_) {
-      if (!op->done()) op->waitingOn(ctx_, ranks);
-    }
+    forUnfinished([&](const Op& op) { op.waitingOn(ctx_, ranks); });
     return ranks;
   }
 
   // The first communicator rank on another host the batch waits for, or -1.
   int waitedAcross() const {
     std::vector<int> ranks;
-    for (auto& op : ops_) {
-      if (!op->done()) op->waitingAcross(ranks);
-      if (!ranks.empty()) return ranks.front();
-    }
-    return -1;
+    forUnfinished([&](const Op& op) { op.waitingAcross(ranks); });
+    return ranks.empty() ? -1 : ranks.front();
   }
 
   void report(const WaitObserver& observer) const {
     std::vector<int> ranks;
-    for (auto& op : ops_) {
-      if (op->done()) continue;
+    forUnfinished([&](const Op& op) {
       ranks.clear();
-      op->waitingOn(ctx_, ranks);
+      op.waitingOn(ctx_, ranks);
       for (int& r : ranks) r = ctx_.commRank(r);
-      op->waitingAcross(ranks);  // already communicator ranks
-      observer.waiting(*op, ranks, op->describe(ctx_));
-    }
+      op.waitingAcross(ranks);  // already communicator ranks
+      observer.waiting(op, ranks, op.describe(ctx_));
+    });
   }
 
   // The first proof that a peer made a different call (Op::crossedCall), or empty.
   std::string crossedCall() const {
-    for (auto& op : ops_) {
-      if (op->done()) continue;
-      if (std::string why = op->crossedCall(); !why.empty()) return why;
-    }
-    return {};
+    std::string why;
+    forUnfinished([&](const Op& op) {
+      if (why.empty()) why = op.crossedCall();
+    });
+    return why;
   }
 
   std::string pending() const {
     std::string s;
-    for (auto& op : ops_) {
-      if (op->done()) continue;
+    forUnfinished([&](const Op& op) {
       if (!s.empty()) s += "; ";
-      s += op->describe(ctx_);
-    }
+      s += op.describe(ctx_);
+    });
     return s;
   }
 
  private:
   Context& ctx_;
   std::span<const std::unique_ptr<Op>> ops_;
+  Op* pending_;
+  bool earlyAllowed_;  // a batch of one collective may finish when it is ready early
   PeerFlags sendBusy_;
   PeerFlags recvBusy_;
   bool finished_ = false;
@@ -159,16 +184,18 @@ class BatchRunner {
 }  // namespace
 
 bool executeBatch(Context& ctx, std::span<const std::unique_ptr<Op>> ops, const RunLimit* limit,
-                  const WaitObserver* observer) {
+                  const WaitObserver* observer, Op* pending) {
   using Clock = std::chrono::steady_clock;
-  if (ctx.poisoned() || ctx.aborted()) ctx.checkAbortAndPoison([] { return std::string("the start of an operation"); });
-  // Latency path: a single operation that completes on its first step needs none of the waiting
-  // machinery below.
-  if (ops.size() == 1 && !ops[0]->isPointToPoint()) {
-    ops[0]->progress(ctx);
-    if (ops[0]->done()) return true;
+  BatchRunner runner(ctx, ops, pending);
+  if (ctx.aborted() || ctx.poisonReaches(runner.pointToPoint())) {
+    ctx.checkAbortAndPoison([] { return std::string("the start of an operation"); }, runner.pointToPoint());
   }
-  BatchRunner runner(ctx, ops);
+  // Latency path: a single operation that completes (or is ready early) on its first step needs
+  // none of the waiting machinery below.
+  if (pending == nullptr && ops.size() == 1 && !ops[0]->isPointToPoint()) {
+    ops[0]->progress(ctx);
+    if (ops[0]->done() || ops[0]->readyEarly()) return true;
+  }
   const auto start = limit ? Clock::now() : Clock::time_point{};
   // When the batch last moved: read when it first finds nothing to do (no clock read per move).
   Clock::time_point lastProgress{};
@@ -191,7 +218,7 @@ bool executeBatch(Context& ctx, std::span<const std::unique_ptr<Op>> ops, const 
     if (slept || ctx.aborted()) {
       // Checked after a fresh step that found nothing to do, never on stale state.
       if (observer) runner.report(*observer);
-      ctx.checkAbortAndPoison(what);
+      ctx.checkAbortAndPoison(what, runner.pointToPoint());
       if (std::string crossed = runner.crossedCall(); !crossed.empty()) ctx.fail(Status::kInvalidUsage, crossed);
       std::vector<int> waited = runner.waitedOn();
       auto first = std::find_if(waited.begin(), waited.end(), [&](int r) { return r != ctx.rank(); });

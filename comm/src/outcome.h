@@ -1,6 +1,7 @@
 // The result of running a batch of operations: a status and, on failure, a message.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 #include "common/error.h"
@@ -10,6 +11,9 @@ namespace conflux {
 struct Outcome {
   Status status = Status::kSuccess;
   std::string message;
+  // The communicator's call number (Op::callSeq) of the collective call across hosts that failed;
+  // 0: none or unknown. Peers on other hosts still finish earlier calls (net::Transport::shutdown).
+  uint32_t failedCall = 0;
   bool ok() const { return status == Status::kSuccess; }
   void raise() const {
     if (!ok()) throw Error(status, message);

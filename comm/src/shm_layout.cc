@@ -1,6 +1,7 @@
 #include "shm_layout.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <string>
 
 #include "common/env.h"
@@ -66,6 +67,7 @@ void Layout::writeHeader(SegmentHeader& h) const {
   h.p2pSlots = p2pSlots;
   h.p2pSlotBytes = p2pSlotBytes;
   h.domains = domains;
+  h.poisonSeq.store(UINT64_MAX, std::memory_order_relaxed);  // healthy: no operation concerned
   h.version = kSegmentVersion;
   std::atomic_thread_fence(std::memory_order_release);
   h.magic = kSegmentMagic;

@@ -20,7 +20,7 @@
 namespace conflux {
 
 inline constexpr uint64_t kSegmentMagic = 0x43465853484d3031ull;  // "CFXSHM01"
-inline constexpr uint32_t kSegmentVersion = 7;
+inline constexpr uint32_t kSegmentVersion = 8;
 
 struct OpDescriptor {
   uint64_t seq = 0;
@@ -77,8 +77,13 @@ struct SegmentHeader {
   uint64_t p2pSlots;
   uint64_t p2pSlotBytes;
   uint32_t domains;  // 0 or >= 2
-  alignas(64) std::atomic<int32_t> poisonedBy;  // 0: healthy; r+1: rank r failed
+  // A failure, attributed to an operation: 0: healthy; r+1: rank r failed first, with this status
+  // and message. It concerns the operations from number `poisonSeq` on (the lowest any failing rank
+  // had not finished; 0: all, as an abort), so a rank still in an earlier one, whose peers all got
+  // past it, finishes that first (context.h).
+  alignas(64) std::atomic<int32_t> poisonedBy;
   int32_t poisonStatus;
+  std::atomic<uint64_t> poisonSeq;
   char poisonMessage[512];
 };
 

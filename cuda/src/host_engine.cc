@@ -107,7 +107,8 @@ void HostEngine::copyIn(uint64_t seq, const Copy2D& copy) {
 
 void HostEngine::copyOut(uint64_t seq, const Copy2D& copy) {
   out_.enqueue([this, seq, copy] {
-    await(kReleased, seq);
+    await(kIn, seq);  // as CUDA's engine waits for the copy-in event: a chunk released after a failure
+    await(kReleased, seq);  // without its input still goes out after it came in
     copy2D(copy);
     mark(kOut, seq);
   });

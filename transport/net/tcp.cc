@@ -72,6 +72,11 @@ struct Peer {
   std::map<uint64_t, RecvMsg> recvs;  // posted, by sequence number
   bool lost = false;
   std::string lostWhy;
+  Status lostStatus = Status::kRemoteError;
+  // The peer failed in call `closingCall` (its notice said so): what it sent for earlier calls is
+  // still read, until its connections end; its sends, and receives of that call or later, fail.
+  bool closing = false;
+  uint32_t closingCall = 0;
 };
 
 // A request handed from the poster to the progress thread.
@@ -146,15 +151,28 @@ class TcpTransport final : public Transport {
   std::string crossedCall(const CallTag& mine) const override {
     std::lock_guard<std::mutex> lock(parkedMu_);
     for (const auto& [conn, arrival] : parked_) {
+      if (arrival.tag.call == 0 || mine.call == 0) continue;
       if (arrival.tag.seq == mine.seq && arrival.tag.differsFrom(mine)) return callMismatch(arrival.peer, arrival.tag, mine);
+      // A message of a call this rank already finished without receiving it: the sender's call of
+      // that number was another one (a second Broadcast root, say), and it may wait on it forever.
+      if (arrival.tag.seq < mine.seq) {
+        return "collective mismatch: " + setup_.describeRank(arrival.peer) + " sent a message of its " +
+               setup_.describeCall(arrival.tag) + ", which " + setup_.describeRank(setup_.rank) + "'s call #" +
+               std::to_string(arrival.tag.seq) + " did not expect (it finished that call and is in its " +
+               setup_.describeCall(mine) + ")";
+      }
     }
     return {};
   }
 
   // Synchronous: when it returns, the progress thread holds no pointer into user buffers.
-  void shutdown(const std::string& why) override {
+  void shutdown(const std::string& why, Status status, uint32_t failedCall) override {
     std::unique_lock<std::mutex> lock(mu_);
-    if (shutdownWhy_.empty()) shutdownWhy_ = why.empty() ? "the communicator failed" : why;
+    if (shutdownWhy_.empty()) {
+      shutdownWhy_ = why.empty() ? "the communicator failed" : why;
+      shutdownStatus_ = status;
+      shutdownCall_ = failedCall;
+    }
     lock.unlock();
     kick();
     lock.lock();
@@ -211,6 +229,8 @@ class TcpTransport final : public Transport {
   bool drainPosts() {
     std::deque<Post> posts;
     std::string why;
+    Status status;
+    uint32_t failedCall;
     {
       std::lock_guard<std::mutex> lock(mu_);
       uint64_t v;
@@ -218,11 +238,13 @@ class TcpTransport final : public Transport {
       posts.swap(posts_);
       if (stop_) return false;
       why = shutdownWhy_;
+      status = shutdownStatus_;
+      failedCall = shutdownCall_;
     }
     if (!why.empty() && !shutDown_) {
       shutDown_ = true;
       for (auto& [p, peer] : peers_) {
-        if (!peer.lost) sendNotice(peer, noticeText(why, rootCause_));
+        if (!peer.lost) sendNotice(peer, noticeText(why, rootCause_), status, failedCall);
       }
       failAll(why);
       std::lock_guard<std::mutex> lock(mu_);
@@ -231,8 +253,8 @@ class TcpTransport final : public Transport {
     }
     for (auto& p : posts) {
       Peer& peer = peers_[p.peer];
-      if (shutDown_ || peer.lost) {
-        p.req->fail(Status::kRemoteError, shutDown_ ? why : peer.lostWhy);
+      if (shutDown_ || peer.lost || (peer.closing && !stillComing(peer, p.send, p.tag))) {
+        p.req->fail(shutDown_ ? Status::kRemoteError : peer.lostStatus, shutDown_ ? why : peer.lostWhy);
         changed_ = true;
         continue;
       }
@@ -354,6 +376,14 @@ class TcpTransport final : public Transport {
     }
     auto it = peer.recvs.find(c.hdr.seq);
     if (it == peer.recvs.end()) {
+      if (peer.closing && !stillComing(peer, false, CallTag{c.hdr.call, c.hdr.callSeq})) {
+        // What follows on this connection belongs to the failed call or later: nothing more of use.
+        c.eof = true;
+        if (std::all_of(peer.conns.begin(), peer.conns.end(), [](Conn* x) { return x->eof; })) {
+          lose(c.peer, "its connections ended");
+        }
+        return false;
+      }
       setParked(c, true);  // the receive is not posted yet: leave the data in the kernel
       return true;
     }
@@ -369,8 +399,8 @@ class TcpTransport final : public Transport {
     }
     if (!why.empty()) {
       m.req->fail(Status::kInvalidUsage, why);
-      // The sender learns why, not just that the connection closed.
-      sendNotice(peer, why);
+      // The sender learns why, not just that the connection closed: a usage error of this call.
+      sendNotice(peer, why, Status::kInvalidUsage, m.tag.seq);
       lose(c.peer, "mismatched calls");
       return false;
     }
@@ -394,11 +424,12 @@ class TcpTransport final : public Transport {
   }
 
   // Writes "why" on the peer's control connection (bounded wait; it is otherwise idle, so the
-  // notice normally goes out at once).
-  void sendNotice(Peer& peer, const std::string& why) {
+  // notice normally goes out at once), with the failure's status and the call it happened in.
+  void sendNotice(Peer& peer, const std::string& why, Status status = Status::kRemoteError, uint32_t failedCall = 0) {
     if (peer.control == nullptr || !peer.control->sock.valid()) return;
     std::vector<char> buf(sizeof(FrameHeader) + kNoticeBytes, 0);
-    FrameHeader h{tcp::kFrameMagic, tcp::kWireVersion, 0, kNoticeBytes, 0, 0, 0, kNoticeBytes, 0};
+    FrameHeader h{tcp::kFrameMagic, tcp::kWireVersion, static_cast<uint16_t>(status), kNoticeBytes, failedCall, 0, 0,
+                  kNoticeBytes, 0};
     std::memcpy(buf.data(), &h, sizeof(h));
     std::memcpy(buf.data() + sizeof(h), why.data(), std::min<size_t>(why.size(), kNoticeBytes - 1));
     try {
@@ -407,6 +438,47 @@ class TcpTransport final : public Transport {
     } catch (const Error&) {
       // The peer is gone too; nothing to tell.
     }
+  }
+
+  // Whether a request to or from a closing peer can still complete: a receive of a call before the
+  // one it failed in, or an untagged one (user Send/Recv), whose data it may have sent before it
+  // failed. Sends never: it reads nothing more.
+  static bool stillComing(const Peer& peer, bool send, const CallTag& tag) {
+    return !send && (tag.call == 0 || tag.seq < peer.closingCall);
+  }
+
+  // A notice said the peer failed in call `failedCall` (0: unknown, or not a collective).
+  void noticed(int p, const std::string& message, Status status, uint32_t failedCall) {
+    Peer& peer = peers_[p];
+    if (failedCall == 0) {
+      loseWith(p, message, status);
+      return;
+    }
+    peer.closing = true;
+    peer.closingCall = failedCall;
+    peer.lostWhy = message;
+    peer.lostStatus = status;
+    logInfo("NET/TCP rank " + std::to_string(setup_.rank) + ": " + message + "; still reading what " +
+            setup_.describeRank(p) + " sent for calls before #" + std::to_string(failedCall));
+    // Fail what can no longer complete; what can stays, until the connections end.
+    for (Conn* c : peer.conns) {
+      for (auto& f : c->out) f.msg->req->fail(status, message);
+      c->out.clear();
+      if (c->parked && !stillComing(peer, false, CallTag{c->hdr.call, c->hdr.callSeq})) {
+        setParked(*c, false);
+        c->eof = true;
+      }
+    }
+    for (auto it = peer.recvs.begin(); it != peer.recvs.end();) {
+      if (stillComing(peer, false, it->second.tag) || it->second.received > 0) {
+        ++it;
+        continue;
+      }
+      it->second.req->fail(status, message);
+      it = peer.recvs.erase(it);
+    }
+    changed_ = true;
+    if (std::all_of(peer.conns.begin(), peer.conns.end(), [](Conn* x) { return x->eof; })) lose(p, "its connections ended");
   }
 
   // Reads an abort notice from a control connection; `wait`: give one that is on its way a
@@ -429,7 +501,10 @@ class TcpTransport final : public Transport {
                               : std::string("(malformed notice)");
         NoticeFailure f = noticeFailure(msg, setup_.describeRank(c.peer));
         if (rootCause_.empty()) rootCause_ = f.root;
-        loseWith(c.peer, f.message);
+        const bool known = h.reserved == static_cast<uint16_t>(Status::kInvalidUsage) ||
+                           h.reserved == static_cast<uint16_t>(Status::kTimeout) ||
+                           h.reserved == static_cast<uint16_t>(Status::kAborted);
+        noticed(c.peer, f.message, known ? static_cast<Status>(h.reserved) : Status::kRemoteError, h.callSeq);
         return true;
       }
       if (r == 0 || (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
@@ -463,17 +538,23 @@ class TcpTransport final : public Transport {
   void lose(int p, const std::string& why) {
     Peer& peer = peers_[p];
     if (peer.lost) return;
-    if (peer.control != nullptr && !peer.control->eof && readNotice(*peer.control, true)) return;
+    if (!peer.closing && peer.control != nullptr && !peer.control->eof) readNotice(*peer.control, true);
+    if (peer.lost) return;
+    if (peer.closing) {  // the connections that still carried earlier calls ended: the notice stands
+      loseWith(p, peer.lostWhy, peer.lostStatus);
+      return;
+    }
     loseWith(p, "lost the connection to " + setup_.describeRank(p) + ": " + why);
   }
 
-  void loseWith(int p, const std::string& why) {
+  void loseWith(int p, const std::string& why, Status status = Status::kRemoteError) {
     Peer& peer = peers_[p];
     if (peer.lost) return;
     peer.lost = true;
     peer.lostWhy = why;
+    peer.lostStatus = status;
     logInfo("NET/TCP rank " + std::to_string(setup_.rank) + ": " + peer.lostWhy);
-    failPeer(peer, Status::kRemoteError, peer.lostWhy);
+    failPeer(peer, status, peer.lostWhy);
   }
 
   void failPeer(Peer& peer, Status s, const std::string& why) {
@@ -524,6 +605,8 @@ class TcpTransport final : public Transport {
   std::vector<uint64_t> sendSeq_, recvSeq_;
   bool stop_ = false;
   std::string shutdownWhy_;
+  Status shutdownStatus_ = Status::kRemoteError;
+  uint32_t shutdownCall_ = 0;
   std::string rootCause_;  // the first failure a peer's notice reported: relayed, not re-wrapped
 
   struct Arrival {

@@ -13,7 +13,7 @@ namespace conflux::net::tcp {
 
 inline constexpr uint32_t kHandshakeMagic = 0x43465848;  // "CFXH"
 inline constexpr uint32_t kFrameMagic = 0x43465846;      // "CFXF"
-inline constexpr uint16_t kWireVersion = 2;
+inline constexpr uint16_t kWireVersion = 3;
 inline constexpr uint32_t kMaxChunkBytes = 4u << 20;     // a frame's payload bound
 
 struct Handshake {
@@ -28,10 +28,13 @@ struct Handshake {
 };
 static_assert(sizeof(Handshake) == 32);
 
+// A frame on a data connection carries a chunk of a message. An abort notice on the control
+// connection is a frame too: `chunkBytes` of text (why the sender failed), `reserved` the failure's
+// status and `callSeq` the collective call it failed in (0: unknown, or not a collective).
 struct FrameHeader {
   uint32_t magic;
   uint16_t version;
-  uint16_t reserved;
+  uint16_t reserved;    // 0 (a notice: its status)
   uint32_t chunkBytes;
   uint32_t callSeq;     // the message's call tag (CallTag): number ...
   uint64_t seq;         // the message's number in this direction of the pair

@@ -105,12 +105,19 @@ class Transport {
   virtual RequestPtr postSend(int peer, int channel, const void* buf, size_t bytes, CallTag tag) = 0;
   virtual RequestPtr postRecv(int peer, int channel, void* buf, size_t bytes, CallTag tag) = 0;
   // A message that arrived for no posted receive yet but belongs to another call with the same
-  // number as `mine` (the sender called a different collective): why, in words; else empty.
+  // number as `mine` (the sender called a different collective), or to an earlier call, which this
+  // rank finished without expecting it (the sender's call of that number was another one): why, in
+  // words; else empty.
   // Transports that cannot see arrivals before they are received return empty.
   virtual std::string crossedCall(const CallTag& /*mine*/) const { return {}; }
   // Fails every pending request with `why` and closes all connections, so the peers see the loss
   // at once instead of waiting for their timeout. Idempotent; called when the communicator fails.
-  virtual void shutdown(const std::string& why) = 0;
+  // `status` is the failure's (a mismatch is kInvalidUsage on every rank); `failedCall` the
+  // collective call it happened in (CallTag::seq; 0: unknown, or not a collective). A peer told of
+  // it still completes the calls before `failedCall` whose data this rank had sent (it reads until
+  // the connection ends), and fails the rest at once: the failure is that call's, not an earlier
+  // one's (TCP; UCX fails everything at once).
+  virtual void shutdown(const std::string& why, Status status = Status::kRemoteError, uint32_t failedCall = 0) = 0;
 };
 
 inline constexpr int kChannels = 4;

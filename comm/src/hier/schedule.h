@@ -114,6 +114,7 @@ class CallScope final : public Op {
   void waitingOn(const Context& ctx, std::vector<int>& ranks) const override { op_->waitingOn(ctx, ranks); }
   void waitingAcross(std::vector<int>& ranks) const override { op_->waitingAcross(ranks); }
   std::string crossedCall() const override { return env_.transport->crossedCall(env_.call); }
+  uint32_t callSeq() const override { return env_.call.seq; }
 
  private:
   NetEnv env_;

@@ -12,7 +12,8 @@ namespace conflux {
 namespace {
 
 // Broadcast: the root stages chunk p in its slot half while every other rank copies chunk p-1
-// out of the root's other half.
+// out of the root's other half (and the root copies chunk p-1 into its own output: after the first
+// barrier, so a call that turns out mismatched leaves every output as it was).
 class BroadcastOp : public PhasedCollective {
  public:
   using PhasedCollective::PhasedCollective;
@@ -25,9 +26,9 @@ class BroadcastOp : public PhasedCollective {
     auto* recv = static_cast<std::byte*>(a_.recv);
     const bool root = ctx.rank() == a_.root;
     size_t k;
-    if (root && stage(phase, 0, k)) {
-      std::memcpy(ctx.slotHalf(a_.root, chunkId(k)), send + chunkOffset(k), bytes(chunkLen(k)));
-      if (send != recv) std::memcpy(recv + chunkOffset(k), send + chunkOffset(k), bytes(chunkLen(k)));
+    if (root && stage(phase, 0, k)) std::memcpy(ctx.slotHalf(a_.root, chunkId(k)), send + chunkOffset(k), bytes(chunkLen(k)));
+    if (root && send != recv && stage(phase, 1, k)) {
+      std::memcpy(recv + chunkOffset(k), send + chunkOffset(k), bytes(chunkLen(k)));
     }
     if (!root && stage(phase, 1, k)) {
       copyOut(recv + chunkOffset(k), ctx.slotHalf(a_.root, chunkId(k)), bytes(chunkLen(k)),

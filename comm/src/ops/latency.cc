@@ -1,20 +1,28 @@
 // Every collective whose per-rank input fits a mailbox (1 KiB): the latency path.
 //
-// Each rank writes its input and a hash of the call into its mailbox, then publishes them with
-// the operation's sequence number (one release store). A rank polls the sequence numbers of the
-// ranks whose data it needs; the data arrives in the same cache lines as the flag, so there is no
-// separate barrier and no descriptor line to fetch. Then it builds its output from the
-// mailboxes: reductions run over all ranks in rank order, so every rank computes the same bits.
+// Each rank writes its input and its call into its mailbox, then publishes them with the operation's
+// sequence number (one release store). A rank polls the sequence numbers of the ranks whose data it
+// needs; the data arrives in the same cache lines as the flag, so there is no separate barrier and no
+// descriptor line to fetch. Then it builds its output from the mailboxes: reductions run over all
+// ranks in rank order, so every rank computes the same bits.
 //
-// Who waits for whom: AllReduce, AllGather, ReduceScatter and AlltoAll read every rank; Reduce's
-// root reads every rank and the others read no one; Broadcast's other ranks read the root and the
-// root reads no one. A rank that reads no one is done once it has published, as an eager send is
-// in MPI, so a root may run ahead of slow readers.
+// Who reads whom: AllReduce, AllGather, ReduceScatter and AlltoAll read every rank; Reduce's root
+// reads every rank and the others read no one; Broadcast's other ranks read the root and the root
+// reads no one. A rank whose output is final before every rank has published (Broadcast's root and
+// readers, Reduce's other ranks) is ready early: the engine returns the call then (as an eager send
+// returns in MPI) and confirms it at the start of the rank's next call on the communicator.
 //
-// Reuse: each rank has kMailboxSlots mailboxes, used in turn by sequence number. Before writing
-// one, a rank waits until every rank has finished the operation the mailbox last held (each
-// rank's `finished` counter): nobody reads it any more. Mismatched calls are found by every rank
-// that reads the mismatching rank, and by any rank that finds it already published.
+// Confirmation: every rank compares its call with every other rank's, in their mailboxes of this
+// sequence number, before the operation is done; only then is it marked finished. So ranks that
+// disagree about anything (the collective, the count, the datatype, the op, the root) fail with
+// cfxInvalidUsage on that call or, for a rank that returned early, on its next call, whichever ranks
+// read whom: two ranks that each believe they are Broadcast's root read no one, and still find each
+// other here. The next call therefore waits until every rank has started this one (published its
+// call), which bounds how far a rank runs ahead to about one call.
+//
+// Reuse: each rank has kMailboxSlots mailboxes, used in turn by sequence number. Before writing one,
+// a rank waits until every rank has finished (confirmed) the operation the mailbox last held: nobody
+// reads it any more.
 #include <cstring>
 
 #include "ops/latency.h"
@@ -53,39 +61,33 @@ class MailboxOp : public Op {
       mine.seq.store(seq_, std::memory_order_release);
       published_ = true;
       moved = true;
-      if (readsNoOne(me)) {  // done: one wake-up for the publication and the finish
-        consume(ctx);  // Broadcast's root, out of place: its own copy
-        ctx.finishOp(seq_);
-        done_ = true;
-        return true;
-      }
       ctx.ringAll();
     }
-    for (; next_ < n; ++next_) {
-      if (!reads(me, next_)) continue;
-      const Mailbox& box = ctx.mailbox(next_, seq_);
-      if (box.seq.load(std::memory_order_acquire) != seq_) return moved;
-      if (!(box.call == call_)) throwMismatch(ctx.commRank(me), call_, ctx.commRank(next_), box.call);
-    }
-    // The ranks not read: their call is checked when it is already there.
-    for (int r = 0; r < n; ++r) {
-      if (reads(me, r)) continue;
-      const Mailbox& box = ctx.mailbox(r, seq_);
-      if (box.seq.load(std::memory_order_acquire) == seq_ && !(box.call == call_)) {
-        throwMismatch(ctx.commRank(me), call_, ctx.commRank(r), box.call);
+    if (!ready_) {
+      for (; next_ < n; ++next_) {
+        if (!reads(me, next_)) continue;
+        if (!confirm(ctx, next_)) return moved;
       }
+      consume(ctx);
+      ready_ = true;
+      moved = true;
     }
-    consume(ctx);
+    // Every other rank's call, as it comes: the output no longer depends on it.
+    for (; confirmed_ < n; ++confirmed_) {
+      if (!confirm(ctx, confirmed_)) return moved;
+    }
     ctx.finishOp(seq_);
     done_ = true;
     return true;
   }
 
   bool done() const override { return done_; }
+  bool readyEarly() const override { return ready_ && !done_; }
 
   std::string describe(const Context& ctx) const override {
-    std::string s = std::string(collectiveName(static_cast<int32_t>(a_.coll))) + " #" + std::to_string(seq_) + " (latency path)";
-    s += published_ ? ", ranks not yet arrived:" : ", waiting for ranks to finish reading its mailbox:";
+    std::string s = std::string(collectiveName(static_cast<int32_t>(a_.coll))) + " #" + std::to_string(seq_) + " (latency path";
+    if (ready_) s += ", returned; confirming every rank's call";
+    s += published_ ? "), ranks not yet arrived:" : "), waiting for ranks to finish reading its mailbox:";
     std::vector<int> r;
     waitingOn(ctx, r);
     for (int x : r) s += " " + std::to_string(ctx.commRank(x));
@@ -98,19 +100,27 @@ class MailboxOp : public Op {
       ctx.allFinished(ctx.mailbox(ctx.rank(), seq_).seq.load(std::memory_order_relaxed), &ranks);
       return;
     }
-    for (int r = next_; r < ctx.size(); ++r) {
-      if (reads(ctx.rank(), r) && ctx.mailbox(r, seq_).seq.load(std::memory_order_acquire) != seq_) ranks.push_back(r);
+    for (int r = ready_ ? confirmed_ : next_; r < ctx.size(); ++r) {
+      if ((ready_ || reads(ctx.rank(), r)) && ctx.mailbox(r, seq_).seq.load(std::memory_order_acquire) != seq_) {
+        ranks.push_back(r);
+      }
     }
   }
 
  private:
-  bool readsNoOne(int me) const {
-    return (a_.coll == Coll::kBroadcast && me == a_.root) || (a_.coll == Coll::kReduce && me != a_.root);
-  }
-  // Whether rank `me` needs rank r's mailbox.
+  // Whether rank `me` needs rank r's mailbox for its output.
   bool reads(int me, int r) const {
     if (a_.coll == Coll::kBroadcast) return me != a_.root && r == a_.root;
     if (a_.coll == Coll::kReduce) return me == a_.root;
+    return true;
+  }
+
+  // Whether rank r has published this operation with the same call; throws the mismatch.
+  bool confirm(const Context& ctx, int r) const {
+    if (r == ctx.rank()) return true;
+    const Mailbox& box = ctx.mailbox(r, seq_);
+    if (box.seq.load(std::memory_order_acquire) != seq_) return false;
+    if (!(box.call == call_)) throwMismatch(ctx.commRank(ctx.rank()), call_, ctx.commRank(r), box.call);
     return true;
   }
 
@@ -155,7 +165,9 @@ class MailboxOp : public Op {
   OpDescriptor call_;
   uint64_t seq_ = 0;
   bool published_ = false;
-  int next_ = 0;  // the ranks below this one that it reads have published
+  int next_ = 0;       // the ranks below this one that it reads have published
+  bool ready_ = false;  // the output is built
+  int confirmed_ = 0;   // the ranks below this one made the same call
   bool done_ = false;
 };
 

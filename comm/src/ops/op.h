@@ -18,6 +18,10 @@ class Op {
   virtual ~Op() = default;
   virtual bool progress(Context& ctx) = 0;
   virtual bool done() const = 0;
+  // The outputs are final, and the operation only confirms, with further progress, that every rank
+  // made the same call (a latency-path call that returned early, ops/latency.cc). The engine lets a
+  // call that is alone in its batch return then, and confirms it in the next batch (engine.h).
+  virtual bool readyEarly() const { return false; }
   // What the operation is waiting for, for timeout messages.
   virtual std::string describe(const Context& ctx) const = 0;
   // The local ranks whose progress this operation is blocked on now (checked for liveness).
@@ -32,6 +36,9 @@ class Op {
   virtual bool isPointToPoint() const { return false; }
   virtual int peer() const { return -1; }
   virtual bool isSend() const { return false; }
+  // The communicator's call number of a collective call that spans hosts (its messages carry it);
+  // 0 for anything else. A failure is attributed to this call (net::Transport::shutdown).
+  virtual uint32_t callSeq() const { return 0; }
 
   // This operation's id in its communicator's flight recorder (flight/recorder.h); 0: not recorded.
   uint64_t flightId = 0;

@@ -1,0 +1,79 @@
+// A failure in shared memory belongs to an operation (context.h, shm_layout.h): two ranks' contexts
+// over one real segment, in one process. The failing rank is ahead; the other is still in an
+// earlier collective, which the failure does not reach, so it can finish it, and the failure reaches
+// it from the failed operation on. Point-to-point work is always reached. A later failure of an
+// earlier operation lowers the number; an abort reaches everything.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <string>
+
+#include "common/error.h"
+#include "context.h"
+#include "shm_layout.h"
+
+namespace conflux {
+namespace {
+
+struct TwoRanks {
+  std::string name = "cfx-poison-test-" + std::to_string(getpid());
+  std::unique_ptr<Context> c[2];
+  TwoRanks() {
+    Layout layout = Layout::fromEnv(2);
+    shm::Segment seg = shm::Segment::create(name, layout.totalBytes());
+    layout.writeHeader(*reinterpret_cast<SegmentHeader*>(seg.data()));
+    shm::Segment other = shm::Segment::open(name);
+    seg.unlink();
+    WaitSettings w;
+    std::vector<pid_t> pids = {getpid(), getpid()};
+    c[0] = std::make_unique<Context>(std::move(seg), 0, pids, w);
+    c[1] = std::make_unique<Context>(std::move(other), 1, pids, w);
+  }
+};
+
+TEST(Poison, ReachesTheFailedOperationAndLaterOnes) {
+  TwoRanks t;
+  t.c[0]->finishOp(4);  // rank 0 is in operation 5
+  t.c[1]->finishOp(3);  // rank 1 is still in operation 4
+  EXPECT_FALSE(t.c[1]->poisonReaches(false));
+  t.c[0]->poison(Status::kInvalidUsage, "collective mismatch (test)");
+  EXPECT_TRUE(t.c[0]->poisonReaches(false));
+  EXPECT_FALSE(t.c[1]->poisonReaches(false)) << "operation 4 is not the failed one";
+  EXPECT_TRUE(t.c[1]->poisonReaches(true)) << "point-to-point work is always reached";
+  EXPECT_NO_THROW(t.c[1]->checkAbortAndPoison([] { return std::string("operation 4"); }, false));
+  t.c[1]->finishOp(4);  // rank 1 finished operation 4 and starts 5: the failed one
+  EXPECT_TRUE(t.c[1]->poisonReaches(false));
+  try {
+    t.c[1]->checkAbortAndPoison([] { return std::string("operation 5"); }, false);
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.status(), Status::kInvalidUsage);  // a mismatch is every rank's usage error
+    EXPECT_NE(std::string(e.what()).find("collective mismatch (test)"), std::string::npos) << e.what();
+  }
+  std::string message;
+  EXPECT_EQ(t.c[1]->poisonStatus(&message), Status::kInvalidUsage);
+}
+
+TEST(Poison, AnEarlierFailureLowersTheNumber) {
+  TwoRanks t;
+  t.c[0]->finishOp(9);
+  t.c[1]->finishOp(2);
+  t.c[0]->poison(Status::kRemoteError, "first");  // concerns operations 10 and on
+  EXPECT_FALSE(t.c[1]->poisonReaches(false));
+  t.c[1]->poison(Status::kTimeout, "second");  // rank 1 fails in operation 3
+  EXPECT_TRUE(t.c[1]->poisonReaches(false));
+  std::string message;
+  EXPECT_EQ(t.c[1]->poisonStatus(&message), Status::kRemoteError);  // the first failure's words stay
+  EXPECT_EQ(message, "first");
+}
+
+TEST(Poison, AnAbortReachesEverything) {
+  TwoRanks t;
+  t.c[0]->finishOp(9);
+  t.c[1]->finishOp(2);
+  t.c[0]->abort();
+  EXPECT_TRUE(t.c[1]->poisonReaches(false));
+}
+
+}  // namespace
+}  // namespace conflux
