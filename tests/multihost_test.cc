@@ -248,8 +248,7 @@ TEST(MultiHostFault, LinkCut) {
 void expectMismatchAcrossHosts(const std::function<cfxResult_t(Rank&, float*, float*, size_t, bool odd)>& call,
                                bool earlyOk = false) {
   REQUIRE_LAYOUT(n);
-  const char* net = std::getenv("CFX_NET");
-  if (net != nullptr && std::string(net) == "ucx") GTEST_SKIP() << "UCX messages carry no call tags";
+  // UCX messages carry no call tags: CTest leaves these tests out of its UCX entries by name.
   RunOptions o;
   o.env = {"CFX_TIMEOUT=30"};
   for (size_t count : {size_t{7}, size_t{1} << 20}) {

@@ -4,7 +4,8 @@
 // replicated, their gradients averaged by DDP at each update). The replay runs every micro-batch
 // through the whole model in one process with, on each stage, the weight version its forward used
 // there, and applies each stage's updates in order to the gradients of the micro-batches whose
-// backward preceded them: what the schedule promises, computed without a pipeline.
+// backward preceded them: what the schedule promises, computed without a pipeline. The versions come
+// from the schedules' definitions (fromDefinition), not from the generators under test.
 #include <gtest/gtest.h>
 
 #include <map>
@@ -34,38 +35,46 @@ std::vector<ref::Batch> stream(int run, int m) {
   return out;
 }
 
-// What the schedule says about each (stage, micro-batch): the version its forward used, and the
-// version made by the update its gradient goes into.
+// Each (stage, micro-batch)'s staleness: the version its forward used, and the version made by the
+// update its gradient goes into; and each stage's updates.
 struct Staleness {
   std::vector<std::vector<int>> forwardVersion, intoUpdate;  // [stage][mb]
   std::vector<int> updates;                                  // per stage
 };
 
-Staleness readSchedule(const pp::Schedule& s) {
+enum class Kind { kPipeDream, kTwoBW };  // 1F1B-RR is 2BW with replicated stages
+
+// The staleness from the definitions, never from the schedule under test (whose generator the
+// replay must be able to catch):
+//  - PipeDream: 1F1B, an update after every backward. Stage s holds at most p - s micro-batches
+//    between forward and backward, so the forward of micro-batch i waits for the backward of
+//    micro-batch i - (p - s), and 1F1B runs it as soon as that backward is done: it uses the weights
+//    after i - (p - s) + 1 updates (version 0 while i < p - s). The gradient of micro-batch i makes
+//    update i + 1: m updates per stage.
+//  - 2BW (and 1F1B-RR): micro-batch i belongs to batch k = i / batch; every micro-batch of batch k
+//    uses version k - 1 (0 for the first batch) and its gradient goes into the update that ends
+//    the batch, k + 1 (a last, partial batch included): ceil(m / batch) updates per stage.
+Staleness fromDefinition(Kind kind, int p, int m, int batch) {
   Staleness st;
-  st.forwardVersion.assign(static_cast<size_t>(s.stages), std::vector<int>(static_cast<size_t>(s.microbatches), -1));
+  st.forwardVersion.assign(static_cast<size_t>(p), std::vector<int>(static_cast<size_t>(m), -1));
   st.intoUpdate = st.forwardVersion;
-  st.updates.assign(static_cast<size_t>(s.stages), 0);
-  for (int w = 0; w < s.workers(); ++w) {
-    const int stage = s.stageOfWorker(w);
-    std::vector<int> bucket;
-    for (const pp::Action& a : s.actions[static_cast<size_t>(w)]) {
-      if (a.op == pp::Op::kForward) st.forwardVersion[static_cast<size_t>(stage)][static_cast<size_t>(a.microbatch)] = a.version;
-      if (a.op == pp::Op::kBackward) bucket.push_back(a.microbatch);
-      if (a.op == pp::Op::kUpdate) {
-        for (int mb : bucket) st.intoUpdate[static_cast<size_t>(stage)][static_cast<size_t>(mb)] = a.version;
-        bucket.clear();
-        st.updates[static_cast<size_t>(stage)] = a.version;
-      }
+  for (int s = 0; s < p; ++s) {
+    for (int i = 0; i < m; ++i) {
+      const bool dream = kind == Kind::kPipeDream;
+      st.forwardVersion[static_cast<size_t>(s)][static_cast<size_t>(i)] =
+          dream ? std::max(0, i - (p - s) + 1) : std::max(0, i / batch - 1);
+      st.intoUpdate[static_cast<size_t>(s)][static_cast<size_t>(i)] = dream ? i + 1 : i / batch + 1;
     }
   }
+  st.updates.assign(static_cast<size_t>(p), kind == Kind::kPipeDream ? m : (m + batch - 1) / batch);
   return st;
 }
 
 // The single-process replay. Parameters per stage and version; gradients per stage and update.
 class Replay {
  public:
-  Replay(const pp::Schedule& s, std::vector<int> bounds, Opt opt) : s_(s), bounds_(std::move(bounds)), model_(makePipeModel()) {
+  Replay(const pp::Schedule& s, Staleness st, std::vector<int> bounds, Opt opt)
+      : s_(s), st_(std::move(st)), bounds_(std::move(bounds)), model_(makePipeModel()) {
     const size_t p = static_cast<size_t>(s.stages);
     current_.resize(p);
     work_.resize(p);
@@ -84,7 +93,7 @@ class Replay {
   }
 
   void run(const std::vector<ref::Batch>& mbs, float lossScale) {
-    const Staleness st = readSchedule(s_);
+    const Staleness& st = st_;
     const size_t p = static_cast<size_t>(s_.stages);
     std::vector<std::vector<std::vector<std::vector<float>>>> versions(p);  // [stage][version][layer]
     // [stage][(update, replica)][layer]: each replica sums its share of an update, as on the ranks.
@@ -130,6 +139,7 @@ class Replay {
 
  private:
   const pp::Schedule& s_;
+  Staleness st_;
   std::vector<int> bounds_;
   ref::Model model_;
   std::vector<std::vector<std::vector<float>>> current_, work_, grad_;  // [stage][layer]
@@ -138,7 +148,8 @@ class Replay {
 
 // Runs `s` for kRuns streams of m micro-batches on this rank's worker and compares its stage's
 // parameters with the replay's. `batch`: micro-batches per update (the loss scale is 1 / batch).
-void trainAsync(cfxComm_t world, const pp::Schedule& s, int batch, Opt opt) {
+void trainAsync(cfxComm_t world, const pp::Schedule& s, Kind kind, int batch, Opt opt) {
+  const Staleness expected = fromDefinition(kind, s.stages, s.microbatches, batch);
   int rank = 0;
   CFX_ASSERT_OK(cfxCommUserRank(world, &rank));
   const int stage = s.stageOfWorker(rank), replicas = s.replicasOf(stage);
@@ -174,14 +185,14 @@ void trainAsync(cfxComm_t world, const pp::Schedule& s, int batch, Opt opt) {
     stages.zeroGrad();
   };
   pp::Executor exec(world, s, f);
-  Replay replay(s, bounds, opt);
+  Replay replay(s, expected, bounds, opt);
   size_t stashed = 0;
   for (int run = 0; run < kRuns; ++run) {
     std::vector<ref::Batch> mbs = stream(run, s.microbatches);
     stages.setMicrobatches(mbs, 1.0f / static_cast<float>(batch));
     updates = 0;
     pp::StepResult r = exec.run();
-    EXPECT_EQ(r.updates, readSchedule(s).updates[static_cast<size_t>(stage)]) << s.name;
+    EXPECT_EQ(r.updates, expected.updates[static_cast<size_t>(stage)]) << s.name;
     stashed = std::max(stashed, r.peakStashedBytes);
     replay.run(mbs, 1.0f / static_cast<float>(batch));
   }
@@ -204,10 +215,10 @@ class AsyncPipeline : public ::testing::TestWithParam<int> {};
 TEST_P(AsyncPipeline, MatchesTheReplayOfItsStaleness) {
   const int p = GetParam();
   runRanks(p, [p](Rank& rk) {
-    trainAsync(rk.comm, pp::pipeDream(p, 7), 1, Opt::kSgd);
-    trainAsync(rk.comm, pp::pipeDream(p, 6), 1, Opt::kAdam);
-    trainAsync(rk.comm, pp::pipeDream2BW(p, 9, p), p, Opt::kSgd);
-    trainAsync(rk.comm, pp::pipeDream2BW(p, 8, 4), 4, Opt::kAdam);
+    trainAsync(rk.comm, pp::pipeDream(p, 7), Kind::kPipeDream, 1, Opt::kSgd);
+    trainAsync(rk.comm, pp::pipeDream(p, 6), Kind::kPipeDream, 1, Opt::kAdam);
+    trainAsync(rk.comm, pp::pipeDream2BW(p, 9, p), Kind::kTwoBW, p, Opt::kSgd);
+    trainAsync(rk.comm, pp::pipeDream2BW(p, 8, 4), Kind::kTwoBW, 4, Opt::kAdam);
   });
 }
 
@@ -217,17 +228,17 @@ INSTANTIATE_TEST_SUITE_P(Stages, AsyncPipeline, ::testing::Values(2, 3, 4),
 // 1F1B-RR on 3 ranks: the first or the last of two stages replicated.
 TEST(RoundRobin, ThreeWorkersMatchTheReplay) {
   runRanks(3, [](Rank& rk) {
-    trainAsync(rk.comm, pp::oneFOneBRR({2, 1}, 8, 4), 4, Opt::kSgd);
-    trainAsync(rk.comm, pp::oneFOneBRR({1, 2}, 8, 4), 4, Opt::kAdam);
-    trainAsync(rk.comm, pp::oneFOneBRR({1, 2}, 6, 2), 2, Opt::kSgd);
+    trainAsync(rk.comm, pp::oneFOneBRR({2, 1}, 8, 4), Kind::kTwoBW, 4, Opt::kSgd);
+    trainAsync(rk.comm, pp::oneFOneBRR({1, 2}, 8, 4), Kind::kTwoBW, 4, Opt::kAdam);
+    trainAsync(rk.comm, pp::oneFOneBRR({1, 2}, 6, 2), Kind::kTwoBW, 2, Opt::kSgd);
   });
 }
 
 // 1F1B-RR on 4 ranks: three stages with one replicated, and two stages both replicated.
 TEST(RoundRobin, FourWorkersMatchTheReplay) {
   runRanks(4, [](Rank& rk) {
-    trainAsync(rk.comm, pp::oneFOneBRR({1, 2, 1}, 8, 4), 4, Opt::kSgd);
-    trainAsync(rk.comm, pp::oneFOneBRR({2, 2}, 8, 4), 4, Opt::kAdam);
+    trainAsync(rk.comm, pp::oneFOneBRR({1, 2, 1}, 8, 4), Kind::kTwoBW, 4, Opt::kSgd);
+    trainAsync(rk.comm, pp::oneFOneBRR({2, 2}, 8, 4), Kind::kTwoBW, 4, Opt::kAdam);
   });
 }
 

@@ -301,8 +301,8 @@ TEST(SbpBoxing, EveryPairOn2x2Mesh) {
   });
 }
 
-// What the documented local conversions leave on each rank: B -> P keeps the tensor on
-// coordinate 0 and zeros elsewhere; S -> Pmax fills the rest with the lowest value.
+// What the documented conversions leave on each rank: B -> P keeps the tensor on coordinate 0 and
+// zeros elsewhere; S -> Pmax fills the rest with the lowest value; P -> Pmax reduces each part.
 TEST(SbpBoxing, LocalConversionsAsDocumented) {
   runRanks(2, [](Rank& rk) {
     sbp::Placement pl(rk.comm, {2});
@@ -313,6 +313,11 @@ TEST(SbpBoxing, LocalConversionsAsDocumented) {
     sbp::boxing(pl, part.data(), {Layout::split(0)}, full.data(), {Layout::partialMax()}, {4}, cfxFloat32);
     const float lo = -std::numeric_limits<float>::infinity();
     EXPECT_EQ(full, rk.rank == 0 ? std::vector<float>({5, 6, lo, lo}) : std::vector<float>({lo, lo, 5, 6}));
+    // P -> Pmax (sbp.h): ReduceScatter, then each rank holds its reduced part and -inf elsewhere, not
+    // the whole reduced tensor; their maximum is the sum.
+    std::vector<float> share = {1.0f + rk.rank, 2, 3, 4.0f * (rk.rank + 1)}, mine(4);
+    sbp::boxing(pl, share.data(), {Layout::partialSum()}, mine.data(), {Layout::partialMax()}, {4}, cfxFloat32);
+    EXPECT_EQ(mine, rk.rank == 0 ? std::vector<float>({3, 4, lo, lo}) : std::vector<float>({lo, lo, 6, 12}));
   });
 }
 

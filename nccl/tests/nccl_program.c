@@ -73,21 +73,30 @@ static void put(void* buf, int t, size_t i, double v) {
   }
 }
 
-/* The inputs: exact in every type, with sums, products, minima and maxima that stay exact for 8 ranks. */
+/* The job's size: Avg's inputs depend on it. */
+static int worldSize = 1;
+
+/* Avg's offset of rank r: +1 and -1 in pairs, 0 for the last rank of an odd count, so the offsets
+ * cancel and the average is exact, yet Avg differs from Min (one less) and Max (one more). */
+static double avgOffset(int r) { return r == worldSize - 1 && worldSize % 2 == 1 ? 0.0 : (r % 2 == 0 ? 1.0 : -1.0); }
+
+/* The inputs: exact in every type, with sums, products, minima, maxima and averages that stay exact
+ * for 8 ranks, and that differ from rank to rank for every op. */
 static double input(int op, int r, size_t i) {
   switch (op) {
     case ncclSum: return (double)((r + i) % 2);
     case ncclProd: return 1.0 + (double)((r + i) % 2);
-    case ncclAvg: return (double)(i % 3); /* the same on every rank, so the average is exact */
+    case ncclAvg: return (double)(i % 3 + 1) + avgOffset(r);
     default: return (double)((r * 7 + i) % 5);
   }
 }
 
 static double expected(int op, int n, size_t i) {
+  if (op == ncclAvg) return (double)(i % 3 + 1);
   double acc = input(op, 0, i);
   for (int r = 1; r < n; ++r) {
     double v = input(op, r, i);
-    acc = op == ncclSum ? acc + v : op == ncclProd ? acc * v : op == ncclMax ? fmax(acc, v) : op == ncclMin ? fmin(acc, v) : acc;
+    acc = op == ncclSum ? acc + v : op == ncclProd ? acc * v : op == ncclMax ? fmax(acc, v) : fmin(acc, v);
   }
   return acc;
 }
@@ -210,6 +219,9 @@ static void premul(int rank, int n, ncclComm_t comm) {
   ok(rank, ncclRedOpCreatePreMulSum(&op, &k, ncclInt32, ncclScalarDevice, comm), "PreMulSum create int", comm);
   fill(in, ncclInt32, count, ncclSum, rank);
   ok(rank, ncclReduceScatter(in, out, 1, ncclInt32, op, comm, 0), "ncclReduceScatter premul", comm);
+  int32_t scattered = 0;
+  memcpy(&scattered, out, 4);
+  if (scattered != (int32_t)(2 * expected(ncclSum, n, (size_t)rank))) fail(rank, "premul reduce-scatter value");
   k = 5; /* read at each call */
   ok(rank, ncclAllReduce(in, out, count, ncclInt32, op, comm, 0), "ncclAllReduce premul int", comm);
   if (!same(out, ncclInt32, count, scaledSum, 5, n)) fail(rank, "premul int value");
@@ -271,6 +283,7 @@ static void checkQueries(int rank, int n, ncclComm_t comm) {
 }
 
 static int runRank(int rank, int n, ncclUniqueId id) {
+  worldSize = n;
   int version = 0;
   ncclGetVersion(&version);
   if (version != NCCL_VERSION(2, 27, 7)) fail(rank, "ncclGetVersion");

@@ -4,8 +4,9 @@
 Inputs are exact by construction: reductions take small integers (their sums, products, averages
 and PREMUL_SUM results are exact in every dtype, float8 included), data movement takes random bytes.
 Every rank can rebuild every other rank's input, so each result is compared bitwise with a local
-reference, and with Gloo's result wherever Gloo supports the dtype and op (where it does not,
-the row is counted as 'reference only')."""
+reference, and with Gloo's result on every form Gloo supports for the dtype (GLOO_FORMS, probed on
+torch 2.13's Gloo: everything but float8, AVG on floats only). A form Gloo is expected to take but
+refuses, or one that was never compared, fails the job: no refusal is swallowed."""
 import datetime
 import os
 import sys
@@ -23,6 +24,20 @@ FLOATS = {torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.flo
 SIZES = [0, 1, 7, 1031]
 R = dist.ReduceOp
 failures, stats = [], {"checks": 0, "vs_gloo": 0, "reference_only": 0}
+REDUCING = ["all_reduce", "reduce", "reduce_scatter_tensor", "reduce_scatter(list)"]
+MOVING = ["broadcast", "all_gather", "all_gather_into_tensor", "all_to_all_single", "all_to_all_single uneven",
+          "all_to_all(list)", "gather", "scatter", "send/recv"]
+
+
+def gloo_forms(dtype):
+    """Every (form, op) Gloo takes for `dtype`: what each run must also compare with Gloo."""
+    if dtype in (torch.float8_e4m3fn, torch.float8_e5m2):
+        return set()
+    ops = ["SUM", "PRODUCT", "MIN", "MAX"] + (["AVG"] if dtype in FLOATS else [])
+    return {f"{form} {op}" for form in REDUCING for op in ops} | set(MOVING)
+
+
+compared = {}  # dtype -> the (form, op) compared with Gloo
 
 
 def same(a, b):
@@ -30,8 +45,10 @@ def same(a, b):
     return a.shape == b.shape and torch.equal(a.view(torch.uint8), b.view(torch.uint8))
 
 
-def check(name, got, want, gloo=None):
+def check(name, got, want, gloo=None, form=None):
     stats["checks"] += 1
+    if gloo is not None and form is not None:
+        compared.setdefault(got.dtype, set()).add(form)
     if not same(got, want):
         failures.append(f"{name}: got {got.flatten()[:8].tolist()} want {want.flatten()[:8].tolist()}")
     if gloo is not None and gloo.dtype == torch.bool:
@@ -82,13 +99,13 @@ def rand_bytes(seed, n, dtype):
     return b.view(dtype)
 
 
-def try_gloo(fn):
-    """Runs fn on the Gloo group; False where Gloo refuses the dtype or op (same on every rank)."""
-    try:
-        fn()
-        return True
-    except (RuntimeError, ValueError, TypeError):
+def on_gloo(form, dtype, fn):
+    """Runs fn on the Gloo group where Gloo takes this form for the dtype (GLOO_FORMS); a refusal there
+    fails the job. Returns whether it ran."""
+    if form not in gloo_forms(dtype):
         return False
+    fn()
+    return True
 
 
 def ops_for(dtype):
@@ -112,23 +129,31 @@ def reductions(dtype, gloo):
             factor = 2.0 if base == R.PREMUL_SUM else 1.0
             want = reference(base, dtype, n, kind, factor)
             x = small(RANK, n, dtype, kind)
+            name = opname(op)
             t = x.clone()
             dist.all_reduce(t, op=op)
             g = x.clone()
-            check(f"all_reduce {tag}", t, want, g if try_gloo(lambda: dist.all_reduce(g, op=op, group=gloo)) else None)
+            gok = on_gloo(f"all_reduce {name}", dtype, lambda: dist.all_reduce(g, op=op, group=gloo))
+            check(f"all_reduce {tag}", t, want, g if gok else None, f"all_reduce {name}")
             # reduce to the last rank
-            t = x.clone()
+            t, g = x.clone(), x.clone()
             dist.reduce(t, dst=N - 1, op=op)
+            gok = on_gloo(f"reduce {name}", dtype, lambda: dist.reduce(g, dst=N - 1, op=op, group=gloo))
             if RANK == N - 1:
-                check(f"reduce {tag}", t, want)
+                check(f"reduce {tag}", t, want, g if gok else None, f"reduce {name}")
             # reduce_scatter_tensor and reduce_scatter (list): rank r's block of N*n elements
             full = torch.cat([small(RANK, n, dtype, kind) for _ in range(N)]) if n else x.clone()
-            out = torch.empty(n, dtype=dtype)
+            out, gout = torch.empty(n, dtype=dtype), torch.empty(n, dtype=dtype)
             dist.reduce_scatter_tensor(out, full, op=op)
-            check(f"reduce_scatter_tensor {tag}", out, want)
-            out2 = torch.empty(n, dtype=dtype)
-            dist.reduce_scatter(out2, [small(RANK, n, dtype, kind) for _ in range(N)], op=op)
-            check(f"reduce_scatter(list) {tag}", out2, want)
+            gok = on_gloo(f"reduce_scatter_tensor {name}", dtype,
+                          lambda: dist.reduce_scatter_tensor(gout, full, op=op, group=gloo))
+            check(f"reduce_scatter_tensor {tag}", out, want, gout if gok else None, f"reduce_scatter_tensor {name}")
+            out2, gout2 = torch.empty(n, dtype=dtype), torch.empty(n, dtype=dtype)
+            parts = [small(RANK, n, dtype, kind) for _ in range(N)]
+            dist.reduce_scatter(out2, parts, op=op)
+            gok = on_gloo(f"reduce_scatter(list) {name}", dtype,
+                          lambda: dist.reduce_scatter(gout2, parts, op=op, group=gloo))
+            check(f"reduce_scatter(list) {tag}", out2, want, gout2 if gok else None, f"reduce_scatter(list) {name}")
         # coalesced forms (the fast paths of _coalescing_manager)
         a, b = small(RANK, n, dtype), small(RANK, n + 3, dtype)
         with dist._coalescing_manager(device=torch.device("cpu")):
@@ -153,20 +178,21 @@ def movement(dtype, gloo):
         t = rand_bytes(seed(RANK, 1), n, dtype)
         g = t.clone()
         dist.broadcast(t, src=root)
-        check(f"broadcast {tag}", t, rand_bytes(seed(root, 1), n, dtype),
-              g if try_gloo(lambda: dist.broadcast(g, src=root, group=gloo)) else None)
+        gok = on_gloo("broadcast", dtype, lambda: dist.broadcast(g, src=root, group=gloo))
+        check(f"broadcast {tag}", t, rand_bytes(seed(root, 1), n, dtype), g if gok else None, "broadcast")
         # all_gather (list) and all_gather_into_tensor
         x = rand_bytes(seed(RANK, 2), n, dtype)
         want = [rand_bytes(seed(r, 2), n, dtype) for r in range(N)]
         outs = [torch.empty(n, dtype=dtype) for _ in range(N)]
         dist.all_gather(outs, x)
         gouts = [torch.empty(n, dtype=dtype) for _ in range(N)]
-        gok = try_gloo(lambda: dist.all_gather(gouts, x, group=gloo))
+        gok = on_gloo("all_gather", dtype, lambda: dist.all_gather(gouts, x, group=gloo))
         for r in range(N):
-            check(f"all_gather {tag} block {r}", outs[r], want[r], gouts[r] if gok else None)
-        flat = torch.empty(N * n, dtype=dtype)
+            check(f"all_gather {tag} block {r}", outs[r], want[r], gouts[r] if gok else None, "all_gather")
+        flat, gflat = torch.empty(N * n, dtype=dtype), torch.empty(N * n, dtype=dtype)
         dist.all_gather_into_tensor(flat, x)
-        check(f"all_gather_into_tensor {tag}", flat, torch.cat(want))
+        gok = on_gloo("all_gather_into_tensor", dtype, lambda: dist.all_gather_into_tensor(gflat, x, group=gloo))
+        check(f"all_gather_into_tensor {tag}", flat, torch.cat(want), gflat if gok else None, "all_gather_into_tensor")
         flats = [torch.empty(N * n, dtype=dtype), torch.empty(N * (n + 1), dtype=dtype)]
         y = rand_bytes(seed(RANK, 3), n + 1, dtype)
         with dist._coalescing_manager(device=torch.device("cpu")):
@@ -187,8 +213,8 @@ def movement(dtype, gloo):
         dist.all_to_all_single(out, src)
         want = torch.cat([rand_bytes(seed(r, 4), N * n, dtype)[RANK * n:(RANK + 1) * n] for r in range(N)])
         gout = torch.empty(N * n, dtype=dtype)
-        gok = try_gloo(lambda: dist.all_to_all_single(gout, src, group=gloo))
-        check(f"all_to_all_single {tag}", out, want, gout if gok else None)
+        gok = on_gloo("all_to_all_single", dtype, lambda: dist.all_to_all_single(gout, src, group=gloo))
+        check(f"all_to_all_single {tag}", out, want, gout if gok else None, "all_to_all_single")
         # uneven: rank r sends (r + 2p + n) % 3 rows of 3 elements to rank p
         rows = lambda r, p: (r + 2 * p + n) % 3  # noqa: E731
         ins = [rows(RANK, p) for p in range(N)]
@@ -202,37 +228,52 @@ def movement(dtype, gloo):
             start = sum(rows(p, q) for q in range(RANK))
             blocks.append(their[start:start + rows(p, RANK)])
         gout = torch.empty_like(out)
-        gok = try_gloo(lambda: dist.all_to_all_single(gout, src, outs_split, ins, group=gloo))
-        check(f"all_to_all_single uneven {tag}", out, torch.cat(blocks), gout if gok else None)
-        # all_to_all of lists with per-pair sizes
-        ins = [rand_bytes(seed(RANK, 6 + p), rows(RANK, p) + n, dtype) for p in range(N)]
-        outs = [torch.empty(rows(p, RANK) + n, dtype=dtype) for p in range(N)]
-        dist.all_to_all(outs, ins)
-        for p in range(N):
-            check(f"all_to_all(list) {tag} from {p}", outs[p], rand_bytes(seed(p, 6 + RANK), rows(p, RANK) + n, dtype))
+        gok = on_gloo("all_to_all_single uneven", dtype,
+                      lambda: dist.all_to_all_single(gout, src, outs_split, ins, group=gloo))
+        check(f"all_to_all_single uneven {tag}", out, torch.cat(blocks), gout if gok else None, "all_to_all_single uneven")
+        # all_to_all of lists: equal sizes (Gloo's only form), then per-pair sizes (reference only)
+        for uneven in (False, True):
+            size = (lambda a, b: rows(a, b) + n) if uneven else (lambda a, b: n)  # noqa: E731
+            ins = [rand_bytes(seed(RANK, 6 + p), size(RANK, p), dtype) for p in range(N)]
+            outs = [torch.empty(size(p, RANK), dtype=dtype) for p in range(N)]
+            gouts = [torch.empty(size(p, RANK), dtype=dtype) for p in range(N)]
+            dist.all_to_all(outs, ins)
+            gok = not uneven and on_gloo("all_to_all(list)", dtype, lambda: dist.all_to_all(gouts, ins, group=gloo))
+            for p in range(N):
+                check(f"all_to_all(list){' uneven' if uneven else ''} {tag} from {p}", outs[p],
+                      rand_bytes(seed(p, 6 + RANK), size(p, RANK), dtype), gouts[p] if gok else None, "all_to_all(list)")
         # gather to rank 0, scatter from the last rank
         x = rand_bytes(seed(RANK, 7), n, dtype)
         gl = [torch.empty(n, dtype=dtype) for _ in range(N)] if RANK == 0 else None
+        ggl = [torch.empty(n, dtype=dtype) for _ in range(N)] if RANK == 0 else None
         dist.gather(x, gl, dst=0)
+        gok = on_gloo("gather", dtype, lambda: dist.gather(x, ggl, dst=0, group=gloo))
         if RANK == 0:
             for r in range(N):
-                check(f"gather {tag} from {r}", gl[r], rand_bytes(seed(r, 7), n, dtype))
+                check(f"gather {tag} from {r}", gl[r], rand_bytes(seed(r, 7), n, dtype), ggl[r] if gok else None, "gather")
         sl = [rand_bytes(seed(p, 8), n, dtype) for p in range(N)] if RANK == N - 1 else None
-        out = torch.empty(n, dtype=dtype)
+        out, gout = torch.empty(n, dtype=dtype), torch.empty(n, dtype=dtype)
         dist.scatter(out, sl, src=N - 1)
-        check(f"scatter {tag}", out, rand_bytes(seed(RANK, 8), n, dtype))
-        # send/recv around the ring (even ranks send first), then batch_isend_irecv both ways
+        gok = on_gloo("scatter", dtype, lambda: dist.scatter(gout, sl, src=N - 1, group=gloo))
+        check(f"scatter {tag}", out, rand_bytes(seed(RANK, 8), n, dtype), gout if gok else None, "scatter")
+        # send/recv around the ring at every world size (even ranks send first; an odd ring's last
+        # two ranks both send first, which the channels' room absorbs), on both backends; then
+        # batch_isend_irecv both ways
         nxt, prv = (RANK + 1) % N, (RANK - 1) % N
         x = rand_bytes(seed(RANK, 9), n, dtype)
-        got = torch.empty(n, dtype=dtype)
-        if RANK % 2 == 0:
-            dist.send(x, nxt)
-            dist.recv(got, prv)
-        else:
-            dist.recv(got, prv)
-            dist.send(x, nxt)
-        if N % 2 == 0 or N == 1:
-            check(f"send/recv {tag}", got, rand_bytes(seed(prv, 9), n, dtype))
+
+        def ring(got, group=None):
+            if RANK % 2 == 0:
+                dist.send(x, nxt, group=group)
+                dist.recv(got, prv, group=group)
+            else:
+                dist.recv(got, prv, group=group)
+                dist.send(x, nxt, group=group)
+        got, ggot = torch.empty(n, dtype=dtype), torch.empty(n, dtype=dtype)
+        ring(got)
+        gok = N > 1 and on_gloo("send/recv", dtype, lambda: ring(ggot, gloo))
+        check(f"send/recv {tag}", got, rand_bytes(seed(prv, 9), n, dtype), ggot if gok else None,
+              "send/recv" if N > 1 else None)
         r1, r2 = torch.empty(n, dtype=dtype), torch.empty(n, dtype=dtype)
         reqs = dist.batch_isend_irecv([dist.P2POp(dist.irecv, r1, prv), dist.P2POp(dist.isend, x, nxt),
                                        dist.P2POp(dist.isend, x, prv), dist.P2POp(dist.irecv, r2, nxt)])
@@ -256,8 +297,19 @@ def main():
         except Exception:
             failures.append(f"{dtype}: {traceback.format_exc()}")
             break
+    # Every form Gloo takes was compared with Gloo, for every dtype run (send/recv needs two ranks).
+    for dtype in DTYPES:
+        if str(dtype) not in only:
+            continue
+        want = gloo_forms(dtype) - ({"send/recv"} if N == 1 else set())
+        # Rooted results are checked on their root alone.
+        want -= {f for f in want if (f.startswith("reduce ") and RANK != N - 1) or (f == "gather" and RANK != 0)}
+        missing = want - compared.get(dtype, set())
+        if missing:
+            failures.append(f"{dtype}: never compared with gloo: {sorted(missing)}")
     dist.destroy_process_group()
-    print(f"rank {RANK}: {stats['checks']} checks, {stats['vs_gloo']} also against gloo, "
+    print(f"rank {RANK}: {stats['checks']} checks, {stats['vs_gloo']} also against gloo "
+          f"({sum(len(v) for v in compared.values())} forms x dtypes), "
           f"{stats['reference_only']} against the reference only; {len(failures)} failures")
     for f in failures[:40]:
         print("FAIL", f)

@@ -1,6 +1,7 @@
 """One rank of the error scenarios (argv[1] names it); prints 'OK <detail>' when its rank behaved."""
 import datetime
 import os
+import re
 import signal
 import sys
 import threading
@@ -23,6 +24,17 @@ def expect_error(fn, *words):
         assert not missing, f"error text lacks {missing}: {text}"
         return text
     raise AssertionError(f"no error; expected one naming {words}")
+
+
+def assert_names(text, *patterns):
+    """Each regular expression matches the error text (a rank as a word, not a digit anywhere)."""
+    missing = [p for p in patterns if not re.search(p, text)]
+    assert not missing, f"error text lacks {missing}: {text}"
+
+
+def culprit(rank, how):
+    """The words that blame `rank`: 'rank 2 (pid 4711) stalled', 'rank 3 (pid 99) exited'."""
+    return rf"\brank {rank} \(pid \d+\) {how}"
 
 
 def bad_input():
@@ -62,11 +74,15 @@ def mismatch():
             dist.broadcast(t, src=0)
         except RuntimeError as e:
             text = str(e)
-            assert "broadcast" in text and "rank 0 of" in text, text
+            assert_names(text, r"conflux broadcast failed on rank 0 of 2\b")
         else:
-            text = expect_error(lambda: dist.all_reduce(torch.ones(1)), "allreduce", "collective mismatch")
+            text = expect_error(lambda: dist.all_reduce(torch.ones(1)), "allreduce")
     else:
-        text = expect_error(lambda: dist.all_reduce(t), "allreduce", f"rank {RANK} of")
+        text = expect_error(lambda: dist.all_reduce(t), "allreduce")
+        assert_names(text, rf"conflux allreduce failed on rank {RANK} of 2\b")
+    # Either way the words name the mismatch, both calls and both ranks.
+    assert_names(text, r"collective mismatch", r"\brank 0 called Broadcast\b|\bbut rank 0 called Broadcast\b",
+                 r"\brank 1 called AllReduce\b|\bbut rank 1 called AllReduce\b")
     # the group is unusable afterwards, and destroying it still returns
     expect_error(lambda: dist.all_reduce(torch.ones(1)), "allreduce")
     dist.destroy_process_group()
@@ -82,7 +98,8 @@ def timeout():
         print("OK stalled rank")
         return
     start = time.monotonic()
-    text = expect_error(lambda: dist.all_reduce(torch.ones(4)), "allreduce", f"rank {RANK} of {N}", str(N - 1))
+    text = expect_error(lambda: dist.all_reduce(torch.ones(4)), "allreduce", f"rank {RANK} of {N}")
+    assert_names(text, culprit(N - 1, "stalled"))
     took = time.monotonic() - start
     assert took < 3 + 5, f"took {took:.1f} s"
     dist.destroy_process_group()
@@ -105,7 +122,7 @@ def killed():
     except RuntimeError as e:
         took = time.monotonic() - start
         text = str(e)
-        assert f"rank {victim}" in text and "allreduce" in text, text
+        assert_names(text, rf"conflux allreduce failed on rank {RANK} of {N}\b", culprit(victim, "exited"))
         assert took < 10 + 5, f"took {took:.1f} s"
         dist.destroy_process_group()
         print(f"OK raised after {took:.1f} s: {text}")

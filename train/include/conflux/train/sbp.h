@@ -24,7 +24,12 @@
 //   S(d) -> P   each rank's part in place, the rest zeros (PartialSum) or the op's identity
 //               (PartialMax: the type's lowest value, -inf for floating types; PartialMin: the
 //               highest)
-//   P -> P'     of another kind: AllReduce, then B -> P'.
+//   P -> P'     of another kind: by the cheapest path, which on one axis is ReduceScatter to a split,
+//               then S(d) -> P' locally: each rank holds its reduced part and the identity of P'
+//               elsewhere (-inf for PartialMax), not the whole reduced tensor; the other valid
+//               path, AllReduce then B -> P', leaves the whole on every rank. Both are P' layouts:
+//               a rank's local piece of a partial layout is only its share, and the logical tensor
+//               is the P' combination (sum, maximum, minimum) of every rank's piece.
 // On an N-D mesh an axis can change directly only when no inner axis (a later one) is split
 // along a dimension the change splits or gathers, and no inner axis is partial of another kind
 // where the change reduces; otherwise the conversion passes through Broadcast. Among the valid
