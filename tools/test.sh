@@ -3,13 +3,17 @@
 #   tools/test.sh                    the normal build (build/)
 #   tools/test.sh --sanitize=address ASan + UBSan build (build-asan/)
 #   tools/test.sh --sanitize=thread  TSan build (build-tsan/)
+#   --only=LABEL                     build the target LABEL_tests and run the tests labelled LABEL
+#                                    (concurrency: engine, streams, run-ahead, faults, mismatches, p2p)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 sanitize=""
+only=""
 for arg in "$@"; do
   case "$arg" in
     --sanitize=*) sanitize="${arg#--sanitize=}" ;;
-    *) echo "usage: $0 [--sanitize=address|thread]" >&2; exit 2 ;;
+    --only=*) only="${arg#--only=}" ;;
+    *) echo "usage: $0 [--sanitize=address|thread] [--only=LABEL]" >&2; exit 2 ;;
   esac
 done
 tools/install-deps.sh
@@ -21,7 +25,11 @@ if [ -n "$sanitize" ]; then
   type=Debug
 fi
 cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE="$type" -DCFX_SANITIZE="$sanitize"
-cmake --build "$dir"
+if [ -n "$only" ]; then
+  cmake --build "$dir" --target "${only}_tests"
+else
+  cmake --build "$dir"
+fi
 # Sanitizer runs: fail on the first report; TSan needs this to follow the ranks' forks.
 export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}"
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
@@ -35,4 +43,6 @@ if [ -n "$sanitize" ]; then export HWLOC_PLUGINS_PATH="${HWLOC_PLUGINS_PATH:-/no
 jobs=2
 if [ "$sanitize" = "thread" ]; then jobs=1; fi
 cd "$dir"
-ctest -j"$jobs" --output-on-failure --timeout 600
+labels=()
+if [ -n "$only" ]; then labels=(-L "^${only}\$"); fi
+ctest -j"$jobs" --output-on-failure --timeout 600 --no-tests=error "${labels[@]}"
