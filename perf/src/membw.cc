@@ -7,6 +7,12 @@
 //   add      a[i] = b[i] + c[i]     (plain stores, compiler-vectorised; stores read the line first)
 //   add_nt   a[i] = b[i] + c[i]     (non-temporal stores: AVX-512 where the CPU has it, else AVX2)
 //   acc      a[i] += b[i]           (in place, as a reduction into an output does)
+//   xcore    a hand-off between two cores, as a staged collective does: thread 0 copies 512 KiB
+//            chunks of its buffer into one of two shared slots and raises a flag, thread 1 copies
+//            each slot into its own buffer and lowers it (2 threads only; payload = bytes handed
+//            over). On a VM whose two vCPUs may sit on one core complex or on two, this is what
+//            changes, while the single-core kernels above do not.
+// xcore is measured only when asked for (--kernels ...,xcore) and only at 2 threads.
 // Printed per kernel and thread count: payload GB/s (bytes of result per second, all threads) and
 // traffic GB/s (STREAM's accounting: memcpy 2x, add/add_nt/acc 3x the payload), median and best.
 // The last line, `# bound traffic_gbps T X`, is the best median traffic of add and add_nt at the
@@ -18,6 +24,9 @@
 #include <sched.h>
 
 #include <algorithm>
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
 #include <barrier>
 #include <chrono>
 #include <cstdio>
@@ -92,10 +101,57 @@ AddFn pickStreamAdd(const char** isa) {
   return addStream256;
 }
 
-int traffic(const std::string& kernel) { return kernel == "memcpy" ? 2 : 3; }
+int traffic(const std::string& kernel) { return kernel == "memcpy" || kernel == "xcore" ? 2 : 3; }
+
+// xcore: thread 0 hands `bytes` over to thread 1 through two shared 512 KiB slots; the time of
+// each measured pass, in seconds.
+std::vector<double> handOff(const std::vector<int>& cpus, const Options& o) {
+  constexpr size_t kSlot = 512 << 10;
+  const size_t chunks = o.bytes / kSlot;
+  auto* slots = static_cast<std::byte*>(std::aligned_alloc(64, 2 * kSlot));
+  std::atomic<uint64_t> full[2] = {0, 0};  // the chunk number + 1 a slot holds, 0: empty
+  std::vector<double> times(o.reps);
+  std::barrier sync(2);
+  auto side = [&](int t) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(cpus[t], &set);
+    pthread_setaffinity_np(pthread_self(), sizeof set, &set);
+    auto* mine = static_cast<std::byte*>(std::aligned_alloc(64, o.bytes));
+    std::memset(mine, t, o.bytes);
+    if (t == 0) std::memset(slots, 0, 2 * kSlot);
+    uint64_t seq = 0;
+    for (int r = -1; r < o.reps; ++r) {
+      sync.arrive_and_wait();
+      const auto t0 = std::chrono::steady_clock::now();
+      for (size_t c = 0; c < chunks; ++c, ++seq) {
+        auto& flag = full[seq % 2];
+        std::byte* slot = slots + (seq % 2) * kSlot;
+        if (t == 0) {
+          while (flag.load(std::memory_order_acquire) != 0) {}
+          std::memcpy(slot, mine + c * kSlot, kSlot);
+          flag.store(seq + 1, std::memory_order_release);
+        } else {
+          while (flag.load(std::memory_order_acquire) != seq + 1) {}
+          std::memcpy(mine + c * kSlot, slot, kSlot);
+          flag.store(0, std::memory_order_release);
+        }
+      }
+      sync.arrive_and_wait();
+      if (t == 0 && r >= 0) times[r] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    }
+    std::free(mine);
+  };
+  std::thread other(side, 1);
+  side(0);
+  other.join();
+  std::free(slots);
+  return times;
+}
 
 // One kernel on `cpus.size()` threads: the slowest thread's time of each measured pass, in seconds.
 std::vector<double> run(const std::string& kernel, const std::vector<int>& cpus, const Options& o, AddFn addStream) {
+  if (kernel == "xcore") return handOff(cpus, o);
   const size_t n = o.bytes / sizeof(float);
   const size_t nthreads = cpus.size();
   std::vector<std::vector<double>> times(nthreads, std::vector<double>(o.reps));
@@ -178,7 +234,9 @@ int main(int argc, char** argv) {
     if (t < 1 || t > static_cast<int>(cpus.size())) return usage("--threads: between 1 and the CPUs this process may use");
   }
   for (const auto& k : o.kernels) {
-    if (k != "memcpy" && k != "add" && k != "add_nt" && k != "acc") return usage(("unknown kernel " + k).c_str());
+    if (k != "memcpy" && k != "add" && k != "add_nt" && k != "acc" && k != "xcore") {
+      return usage(("unknown kernel " + k).c_str());
+    }
   }
   const char* isa = "";
   const AddFn addStream = pickStreamAdd(&isa);
@@ -190,9 +248,10 @@ int main(int argc, char** argv) {
   for (int t : o.threads) {
     const std::vector<int> use(cpus.begin(), cpus.begin() + t);
     for (const auto& k : o.kernels) {
+      if (k == "xcore" && t != 2) continue;
       std::vector<double> s = run(k, use, o, addStream);
       std::sort(s.begin(), s.end());
-      const double bytes = static_cast<double>(o.bytes) * t;
+      const double bytes = static_cast<double>(o.bytes) * (k == "xcore" ? 1 : t);
       const double med = bytes / s[s.size() / 2] / 1e9;
       const double best = bytes / s.front() / 1e9;
       std::printf("  %-8s %7d %14.2f %12.2f %14.2f %12.2f\n", k.c_str(), t, med, best, med * traffic(k),
