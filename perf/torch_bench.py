@@ -60,7 +60,7 @@ def worker(args):
             dist.all_reduce(t, group=group)
         return slowest((time.perf_counter() - start) / iters)
 
-    results = {"allreduce": {}, "ddp": {}}
+    results = {"allreduce": {}, "ddp": {}, "floor": []}
     sizes, size = [], 8
     while size <= args.max_bytes:
         sizes.append(size)
@@ -76,6 +76,19 @@ def worker(args):
             for backend, group in groups.items():
                 results["allreduce"].setdefault(backend, {}).setdefault(size, []).append(
                     time_allreduce(group, t, iters))
+
+    # torch's own cost around a backend: torch's "fake" backend (torch.testing) is a C++ backend
+    # whose collectives do nothing and return a finished Work, so its 8 B all_reduce is what
+    # Python, the dispatcher and c10d take before any backend runs.
+    try:
+        import torch.testing._internal.distributed.fake_pg  # noqa: F401  (registers "fake")
+        fake = dist.new_group(backend="fake")
+        t = torch.ones(2, dtype=torch.float32)
+        time_allreduce(fake, t, 200)
+        for _ in range(args.repeat):
+            results["floor"].append(time_allreduce(fake, t, 2000))
+    except (ImportError, RuntimeError, ValueError) as e:
+        print(f"torch_bench: no fake backend ({e}); the floor is not measured", file=sys.stderr)
 
     # DDP: a small GPT (examples/torch_ddp.py's model, larger), SGD.
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples"))
@@ -174,6 +187,11 @@ def main():
             lines += ["", f"8 B: dist.all_reduce on conflux {t8:.1f} us; the C API's all_reduce_perf "
                       f"{c[0]:.2f} us with -z 0 (stream), {c[1]:.2f} us with -z 1 (blocking): "
                       f"{t8 / c[0]:.1f}x the stream path."]
+        if r.get("floor"):
+            floor = statistics.median(r["floor"]) * 1e6
+            t8 = statistics.median(ar["conflux"]["8"]) * 1e6
+            lines += ["", f"8 B floor: dist.all_reduce on torch's fake backend (no communication, a finished "
+                      f"Work) {floor:.1f} us in the same job: conflux adds {t8 - floor:.1f} us to torch's own cost."]
         ddp = {k: statistics.median(v) * 1e3 for k, v in r["ddp"].items()}
         lines += ["", f"### {ranks} ranks: DDP step of a {r['ddp_params'] / 1e6:.1f}M-parameter GPT "
                   f"(medians of {args.repeat} rounds of {args.steps} steps)", "",
