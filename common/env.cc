@@ -25,6 +25,8 @@ const std::vector<Variable>& registry() {
       {"CFX_DIRECT_MAX_BYTES", "0", "Largest AllReduce/Reduce (bytes) that uses the direct algorithm; 0: built-in rule."},
       {"CFX_CMA", "auto", "Single-copy AllGather/AlltoAll/Broadcast through process_vm_readv: auto (when the host allows it), 1 or 0."},
       {"CFX_CMA_MIN_BYTES", "131072", "Smallest AllGather/AlltoAll/Broadcast (bytes of output) that uses the single copy."},
+      {"CFX_REGISTERED", "1", "Collectives whose buffers are registered (cfxMemAlloc) on every rank run with no staging copy: 1 or 0."},
+      {"CFX_REGISTERED_MIN_BYTES", "1048576", "Smallest collective (bytes of its larger buffer) that checks for registered buffers (one barrier more when they are not)."},
       {"CFX_P2P_CMA_MIN_BYTES", "0", "Smallest Send (bytes) that the receiver copies straight from the sender's buffer (with CFX_CMA); 0: never."},
       {"CFX_UNIQUE_ID", nullptr, "Hex-encoded unique id (set by cfxrun); used by cfxCommInitFromEnv."},
       {"CFX_RANK", nullptr, "This process's rank (set by cfxrun)."},

@@ -129,6 +129,8 @@ Communicator::Communicator(uint64_t hash, int rank, std::vector<pid_t> pids, Hos
   const int host = hosts_.hostOf[rank_];
   const auto& mates = hosts_.ranksOn[host];
   tuning_ = Tuning::fromEnv(static_cast<int>(mates.size()));
+  // Registered buffers serve the shared-memory collectives of one host (ops/zero_copy.h).
+  if (hosts_.nhosts() > 1) tuning_.registered = false;
   std::vector<pid_t> localPids;
   for (int r : mates) localPids.push_back(pids_[r]);
   ctx_ = std::make_unique<Context>(std::move(segment), hosts_.localRankOf[rank_], std::move(localPids),

@@ -68,6 +68,17 @@ std::byte* Context::domainHalf(int d, uint64_t chunk) const {
          (chunk & 1) * halfBytes();
 }
 
+void Context::publishBuffers(uint64_t seq, const void* send, size_t sendBytes, const void* recv, size_t recvBytes) {
+  PublishedBuffer* mine = control(rank_).buffers[seq & 1];
+  mine[0] = send != nullptr ? registry_.find(send, sendBytes) : PublishedBuffer{};
+  mine[1] = recv != nullptr ? registry_.find(recv, recvBytes) : PublishedBuffer{};
+}
+
+std::byte* Context::registeredBuffer(int r, uint64_t seq, bool recv) {
+  const PublishedBuffer& b = control(r).buffers[seq & 1][recv ? 1 : 0];
+  return registry_.peerAddress(r, pids_[r], b, control(r).freed);
+}
+
 RankControl& Context::control(int r) const {
   return reinterpret_cast<RankControl*>(segment_.data() + layout_.controlOffset())[r];
 }

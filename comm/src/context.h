@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "common/error.h"
+#include "registry.h"
 #include "shm_layout.h"
 #include "transport/shm/channel.h"
 #include "transport/shm/segment.h"
@@ -81,6 +82,19 @@ class Context {
     return reinterpret_cast<const void*>(control(r).cmaAddress[seq & 1]);
   }
   pid_t pid(int r) const { return pids_[r]; }
+
+  // Registered buffers (registry.h): this rank registers shareable memory (the API's cfxMemAlloc
+  // and cfxCommRegister); a collective publishes where its buffers lie, before its first barrier,
+  // and after it reads every rank's buffers in place (ops/zero_copy.h).
+  uint64_t registerBuffer(const void* p, size_t bytes) { return registry_.add(p, bytes); }
+  bool deregisterBuffer(uint64_t id) { return registry_.remove(id, control(rank_).freed); }
+  // The registration holding `p` (0: none).
+  uint64_t findRegistration(const void* p) const { return registry_.find(p, 0).id; }
+  void publishBuffers(uint64_t seq, const void* send, size_t sendBytes, const void* recv, size_t recvBytes);
+  // Whether local rank r's send (`recv` false) or receive buffer of operation `seq` is registered.
+  bool isRegistered(int r, uint64_t seq, bool recv) const { return control(r).buffers[seq & 1][recv ? 1 : 0].id != 0; }
+  // That buffer of another local rank, mapped here; nullptr when it is not registered.
+  std::byte* registeredBuffer(int r, uint64_t seq, bool recv);
 
   // Small-message mailboxes (see shm_layout.h).
   Mailbox& mailbox(int r, uint64_t seq) const { return control(r).mailbox[seq % kMailboxSlots]; }
@@ -156,6 +170,7 @@ class Context {
   std::vector<int> commRanks_;
   WaitSettings wait_;
   std::vector<shm::Channel> channels_;
+  BufferRegistry registry_;
   std::vector<int> domainOf_;
   std::vector<std::vector<int>> domainRanks_;
   uint64_t barrierSeq_ = 0;

@@ -20,7 +20,7 @@
 namespace conflux {
 
 inline constexpr uint64_t kSegmentMagic = 0x43465853484d3031ull;  // "CFXSHM01"
-inline constexpr uint32_t kSegmentVersion = 8;
+inline constexpr uint32_t kSegmentVersion = 9;
 
 struct OpDescriptor {
   uint64_t seq = 0;
@@ -33,9 +33,11 @@ struct OpDescriptor {
   // number among the communicator's collective calls; 0 for a call on one host.
   uint64_t outer = 0;
   uint32_t outerSeq = 0;
-  uint32_t reserved = 0;
+  uint32_t flags = 0;  // kDescAgreeOnBuffers
+
   bool operator==(const OpDescriptor&) const = default;
 };
+inline constexpr uint32_t kDescAgreeOnBuffers = 1;  // CollArgs::agreeOnBuffers
 // The name of collective `coll` (Coll in ops/op.h) for messages; "unknown collective" if out of range.
 const char* collectiveName(int32_t coll);
 
@@ -51,11 +53,31 @@ struct alignas(64) Mailbox {
   alignas(64) std::byte data[kMailboxBytes];
 };
 
+// A registered buffer a rank uses in its current collective (registry.h): the registration (id 0:
+// the buffer is not registered), the buffer's offset in it, and what a peer needs to map it (the
+// file descriptor in the owner's process, the whole mapping's size, the file's inode).
+struct PublishedBuffer {
+  uint64_t id = 0;
+  uint64_t offset = 0;
+  uint64_t mapBytes = 0;
+  uint64_t inode = 0;
+  int32_t fd = -1;
+  int32_t reserved = 0;
+};
+// Registrations a rank dropped, newest last: ids[i % kFreedNotices] for i < count. A reader that
+// fell more than kFreedNotices behind drops all its mappings of that rank.
+inline constexpr uint64_t kFreedNotices = 32;
+struct FreedNotices {
+  std::atomic<uint64_t> count{0};
+  std::atomic<uint64_t> ids[kFreedNotices];
+};
+
 struct alignas(64) RankControl {
   shm::Doorbell bell;
   alignas(64) std::atomic<uint64_t> arrived{0};  // last barrier this rank reached
   alignas(64) OpDescriptor desc[2];               // current op, double-buffered by sequence parity
   uint64_t cmaAddress[2];                         // the op's buffer for single-copy reads, same parity
+  PublishedBuffer buffers[2][2];                  // the op's registered send and recv buffers, same parity
   int32_t domain;                                 // two-level reduction: this rank's NUMA domain
   // While a wait of this rank sleeps: 1 + the local rank it waits for first, and 1 + the
   // communicator rank on another host it waits for first; 0 otherwise. A peer that times out
@@ -64,6 +86,7 @@ struct alignas(64) RankControl {
   std::atomic<int32_t> waitingAcross{0};
   // The last operation (sequence number) this rank finished; operations finish in order, so this
   // rank reads nothing of any operation at or below it any more.
+  FreedNotices freed;                             // written by this rank's API calls only
   alignas(64) std::atomic<uint64_t> finished{0};
   Mailbox mailbox[kMailboxSlots];
 };

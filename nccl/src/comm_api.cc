@@ -1,6 +1,7 @@
 // NCCL's communicator calls over Conflux's: version, unique id, init (by rank, with a config, all
 // ranks in one process, scalable), split, finalize, destroy, abort, queries and errors.
 #include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -247,16 +248,45 @@ NCCL_API ncclResult_t ncclMemFree(void* ptr) {
   return guarded("ncclMemFree", nullptr, [&] { memFree(ptr); });
 }
 
-// Registration is a hint in NCCL; Conflux stages through its own shared memory, so a handle is
-// just the buffer's address.
-NCCL_API ncclResult_t ncclCommRegister(const ncclComm_t comm, void* buff, size_t /*size*/, void** handle) {
+namespace cfx_nccl {
+// A registration as the shim hands it out: Conflux's handle, or none where the memory is not
+// shareable (plain or device memory: registration is a hint in NCCL, and such buffers are staged).
+struct Registration {
+  void* inner = nullptr;
+};
+
+void* hostMemAlloc(size_t bytes) {
+  void* p = nullptr;
+  if (cfxMemAlloc(&p, bytes, nullptr) != cfxSuccess) {
+    throw ShimError(ncclSystemError, std::string("cfxMemAlloc: ") + cfxGetLastError(nullptr));
+  }
+  return p;
+}
+
+void hostMemFree(void* ptr) {
+  if (cfxMemFree(ptr, nullptr) != cfxSuccess) throw ShimError(ncclInvalidArgument, cfxGetLastError(nullptr));
+}
+}  // namespace cfx_nccl
+
+// Memory from ncclMemAlloc (host builds, or no GPU) is Conflux's shareable memory: registered, its
+// collectives run with no staging copy (cfxCommRegister). Other memory gets a handle that does nothing.
+NCCL_API ncclResult_t ncclCommRegister(const ncclComm_t comm, void* buff, size_t size, void** handle) {
   return guarded("ncclCommRegister", comm, [&] {
     live(comm);
     if (handle == nullptr) throw ShimError(ncclInvalidArgument, "handle is NULL");
-    *handle = buff;
+    auto reg = std::make_unique<cfx_nccl::Registration>();
+    if (cfxCommRegister(comm->inner, buff, size, &reg->inner) != cfxSuccess) reg->inner = nullptr;
+    *handle = reg.release();
   });
 }
 
-NCCL_API ncclResult_t ncclCommDeregister(const ncclComm_t comm, void* /*handle*/) {
-  return guarded("ncclCommDeregister", comm, [&] { live(comm); });
+NCCL_API ncclResult_t ncclCommDeregister(const ncclComm_t comm, void* handle) {
+  return guarded("ncclCommDeregister", comm, [&] {
+    live(comm);
+    if (handle == nullptr) throw ShimError(ncclInvalidArgument, "handle is NULL");
+    std::unique_ptr<cfx_nccl::Registration> reg(static_cast<cfx_nccl::Registration*>(handle));
+    if (reg->inner != nullptr && cfxCommDeregister(comm->inner, reg->inner) != cfxSuccess) {
+      throw ShimError(ncclInvalidArgument, cfxGetLastError(comm->inner));
+    }
+  });
 }

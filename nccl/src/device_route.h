@@ -69,5 +69,9 @@ int currentDevice();
 // ncclMemAlloc/ncclMemFree: device memory when a GPU is present, else host memory.
 void* memAlloc(size_t bytes);
 void memFree(void* ptr);
+// Host memory for ncclMemAlloc: Conflux's shareable memory (cfxMemAlloc with no communicator), so
+// that ncclCommRegister can register it and collectives on it run zero-copy (comm_api.cc).
+void* hostMemAlloc(size_t bytes);
+void hostMemFree(void* ptr);
 
 }  // namespace cfx_nccl

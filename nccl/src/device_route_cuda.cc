@@ -178,7 +178,7 @@ void* memAlloc(size_t bytes) {
   int devices = 0;
   if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
     cudaGetLastError();
-    return ::operator new(bytes == 0 ? 1 : bytes);
+    return hostMemAlloc(bytes);
   }
   void* p = nullptr;
   if (cudaMalloc(&p, bytes == 0 ? 1 : bytes) != cudaSuccess) {
@@ -193,7 +193,7 @@ void memFree(void* ptr) {
   if (spaceOf(ptr) == Space::kDevice) {
     cudaFree(ptr);
   } else {
-    ::operator delete(ptr);
+    hostMemFree(ptr);
   }
 }
 

@@ -14,7 +14,7 @@ ncclResult_t deviceAsyncError(ncclComm&) { return ncclSuccess; }
 void retireDevice(ncclComm&) {}
 void drainDevice(ncclComm&) {}
 int currentDevice() { return 0; }
-void* memAlloc(size_t bytes) { return ::operator new(bytes == 0 ? 1 : bytes); }
-void memFree(void* ptr) { ::operator delete(ptr); }
+void* memAlloc(size_t bytes) { return hostMemAlloc(bytes); }
+void memFree(void* ptr) { hostMemFree(ptr); }
 
 }  // namespace cfx_nccl

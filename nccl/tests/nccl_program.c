@@ -236,6 +236,42 @@ static void premul(int rank, int n, ncclComm_t comm) {
   free(out);
 }
 
+static int mappedShareables(void) {
+  FILE* f = fopen("/proc/self/maps", "r");
+  char line[512];
+  int k = 0;
+  while (f && fgets(line, sizeof line, f)) k += strstr(line, "memfd:cfx-shareable") != NULL;
+  if (f) fclose(f);
+  return k;
+}
+
+/* ncclMemAlloc + ncclCommRegister: host memory the peers map; a large AllReduce on it runs with no
+ * staging copy (the peers' buffers appear in /proc/self/maps) and gives the exact sums. Plain memory
+ * registers as a hint. */
+static void registered(int rank, int n, ncclComm_t comm) {
+  const size_t count = (1 << 20) + 3; /* 4 MiB of fp32: above CFX_REGISTERED_MIN_BYTES */
+  void *in = NULL, *out = NULL, *hin = NULL, *hout = NULL;
+  ok(rank, ncclMemAlloc(&in, count * 4), "ncclMemAlloc", comm);
+  ok(rank, ncclMemAlloc(&out, count * 4), "ncclMemAlloc", comm);
+  ok(rank, ncclCommRegister(comm, in, count * 4, &hin), "ncclCommRegister", comm);
+  ok(rank, ncclCommRegister(comm, out, count * 4, &hout), "ncclCommRegister", comm);
+  const int before = mappedShareables();
+  fill(in, ncclFloat32, count, ncclSum, rank);
+  ok(rank, ncclAllReduce(in, out, count, ncclFloat32, ncclSum, comm, 0), "ncclAllReduce registered", comm);
+  if (!same(out, ncclFloat32, count, expected, ncclSum, n)) fail(rank, "registered allreduce value");
+  ok(rank, ncclAllReduce(in, in, count, ncclFloat32, ncclSum, comm, 0), "ncclAllReduce registered in place", comm);
+  if (!same(in, ncclFloat32, count, expected, ncclSum, n)) fail(rank, "registered in-place allreduce value");
+  if (n > 1 && mappedShareables() <= before) fail(rank, "registered buffers were staged (no peer buffer mapped)");
+  ok(rank, ncclCommDeregister(comm, hin), "ncclCommDeregister", comm);
+  ok(rank, ncclCommDeregister(comm, hout), "ncclCommDeregister", comm);
+  ok(rank, ncclMemFree(in), "ncclMemFree", comm);
+  ok(rank, ncclMemFree(out), "ncclMemFree", comm);
+  char plain[64];
+  void* h = NULL;
+  ok(rank, ncclCommRegister(comm, plain, sizeof plain, &h), "ncclCommRegister plain memory", comm);
+  ok(rank, ncclCommDeregister(comm, h), "ncclCommDeregister plain memory", comm);
+}
+
 /* Bad input: NCCL's codes, a message naming the argument, and the communicator still works. */
 static void errors(int rank, ncclComm_t comm) {
   float x[4] = {1, 1, 1, 1};
@@ -295,6 +331,7 @@ static int runRank(int rank, int n, ncclUniqueId id) {
   allreduces(rank, n, comm);
   movement(rank, n, comm);
   premul(rank, n, comm);
+  registered(rank, n, comm);
   errors(rank, comm);
   suspension(rank, n, comm);
   /* Split by parity: each half sums ones */

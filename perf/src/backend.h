@@ -8,6 +8,7 @@
 #include <string>
 
 #include "conflux/conflux.h"
+#include "device_memory.h"
 
 namespace cfxperf {
 
@@ -37,6 +38,8 @@ class Backend {
   // Whether run() can take CUDA device buffers; useDevice() says they will come, on `device`.
   virtual bool acceptsDevice() const { return false; }
   virtual void useDevice(int /*device*/) {}
+  // -R 1: host memory registered with the communicator (null: the backend has none).
+  virtual std::unique_ptr<DeviceMemory> registeredMemory() { return nullptr; }
   // Issues one operation; may return before it completes when `blocking` is false.
   virtual void run(const OpArgs& a, bool blocking) = 0;
   // Waits for everything issued.

@@ -9,6 +9,7 @@
 
 #include <cstdlib>
 #include <stdexcept>
+#include <cstring>
 #include <string>
 
 #include "backend.h"
@@ -22,6 +23,25 @@ void check(cfxResult_t r, cfxComm_t comm, const char* what) {
     throw std::runtime_error(std::string(what) + ": " + cfxGetErrorString(r) + ": " + cfxGetLastError(comm));
   }
 }
+
+// -R 1: buffers from cfxMemAlloc, registered with the communicator (collectives run zero-copy).
+class Registered : public DeviceMemory {
+ public:
+  explicit Registered(cfxComm_t comm) : comm_(comm) {}
+  std::string name() const override { return "host, cfxMemAlloc"; }
+  int device() const override { return -1; }
+  void* alloc(size_t bytes) override {
+    void* p = nullptr;
+    if (cfxMemAlloc(&p, bytes, comm_) != cfxSuccess) throw std::runtime_error(std::string("cfxMemAlloc: ") + cfxGetLastError(comm_));
+    return p;
+  }
+  void release(void* p) override { cfxMemFree(p, comm_); }
+  void upload(void* dst, const void* host, size_t bytes) override { std::memcpy(dst, host, bytes); }
+  void download(void* host, const void* src, size_t bytes) override { std::memcpy(host, src, bytes); }
+
+ private:
+  cfxComm_t comm_;
+};
 
 class ConfluxBackend : public Backend {
  public:
@@ -61,6 +81,8 @@ class ConfluxBackend : public Backend {
     }
   }
 #endif
+
+  std::unique_ptr<DeviceMemory> registeredMemory() override { return std::make_unique<Registered>(comm_); }
 
   void run(const OpArgs& a, bool blocking) override {
 #ifdef CFX_PERF_CUDA

@@ -20,7 +20,7 @@ const char* const kOpNames[cfxNumOps] = {"sum", "prod", "max", "min", "avg"};
   std::fprintf(stderr,
                "usage: %s [-b minbytes] [-e maxbytes] [-f stepfactor | -i stepbytes] [-n iters] [-w warmup]\n"
                "          [-c 0|1] [-o sum|prod|max|min|avg|all] [-d <type>|all] [-r root] [-z 0|1]\n"
-               "          [-T timeout_s] [-J json_file] [-M auto|cuda|host]\n"
+               "          [-T timeout_s] [-J json_file] [-M auto|cuda|host] [-R 0|1]\n"
                "  types: int8 uint8 int32 uint32 int64 uint64 half float double bfloat16 f8e4m3 f8e5m2\n",
                prog);
   std::exit(2);
@@ -65,7 +65,7 @@ Options parseOptions(int argc, char** argv, const char* prog) {
                                  {"help", no_argument, nullptr, 'h'},
                                  {nullptr, 0, nullptr, 0}};
   int c;
-  while ((c = getopt_long(argc, argv, "b:e:f:i:n:w:c:o:d:r:z:T:J:M:t:g:h", kLong, nullptr)) != -1) {
+  while ((c = getopt_long(argc, argv, "b:e:f:i:n:w:c:o:d:r:z:T:J:M:R:t:g:h", kLong, nullptr)) != -1) {
     switch (c) {
       case 'b': o.minBytes = parseSize(optarg); break;
       case 'e': o.maxBytes = parseSize(optarg); break;
@@ -77,6 +77,7 @@ Options parseOptions(int argc, char** argv, const char* prog) {
       case 'r': o.root = std::atoi(optarg); break;
       case 'z': o.blocking = std::atoi(optarg) != 0; break;
       case 'T': o.timeoutSeconds = std::atoi(optarg); break;
+      case 'R': o.registered = std::atoi(optarg) != 0; break;
       case 'J': o.jsonPath = optarg; break;
       case 'M': {
         const std::string v = optarg;

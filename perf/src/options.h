@@ -1,6 +1,7 @@
 // nccl-tests' command line: -b -e -f -i (sizes, K/M/G suffixes), -n iterations, -w warm-up,
 // -c check, -o op (or all), -d datatype (or all), -r root, -z blocking, -T timeout, -J JSON file;
-// and Conflux's -M buffers: cuda (nccl-tests' way), host, or auto (cuda when the backend and the
+// -R 1 registered buffers (nccl-tests' flag: the backend's own shareable memory, cfxMemAlloc for
+// Conflux); and Conflux's -M buffers: cuda (nccl-tests' way), host, or auto (cuda when the backend and the
 // machine have it).
 #pragma once
 
@@ -27,6 +28,7 @@ struct Options {
   int timeoutSeconds = 0;
   std::string jsonPath;
   enum class Buffers { kAuto, kHost, kCuda } buffers = Buffers::kAuto;
+  bool registered = false;  // -R 1 (or 2)
 };
 
 // Parses argv (exits with usage on error).

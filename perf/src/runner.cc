@@ -307,6 +307,12 @@ int localRank() {
 // -M: CUDA buffers where asked (an error if impossible) or, by default, where the backend and the
 // machine have them; else host buffers.
 std::unique_ptr<DeviceMemory> chooseBuffers(const Options& o, Backend& b) {
+  if (o.registered) {  // -R 1: registered host memory
+    if (o.buffers == Options::Buffers::kCuda) throw std::runtime_error("-R 1 takes host buffers (-M host)");
+    std::unique_ptr<DeviceMemory> reg = b.registeredMemory();
+    if (reg == nullptr) throw std::runtime_error("-R 1: " + b.name() + " has no registered buffers");
+    return reg;
+  }
   if (o.buffers == Options::Buffers::kHost) return nullptr;
   std::string why = b.name() + " takes host buffers only";
   std::unique_ptr<DeviceMemory> dev = b.acceptsDevice() ? openCudaMemory(localRank(), &why) : nullptr;

@@ -141,6 +141,21 @@ CFX_API cfxResult_t cfxStreamSynchronize(cfxStream_t stream);
 CFX_API cfxResult_t cfxStreamQuery(cfxStream_t stream);
 CFX_API cfxResult_t cfxStreamDestroy(cfxStream_t stream);
 
+/* Registered buffers (Conflux extension; NCCL's ncclMemAlloc and ncclCommRegister, on the host).
+ * cfxMemAlloc returns `size` bytes of zeroed host memory that the other processes of this host can
+ * map, registered with `comm` (NULL: with none). A collective whose buffers lie in such memory,
+ * registered with its communicator on every rank, runs with no staging copy: AllReduce, Reduce,
+ * ReduceScatter, AllGather and Broadcast on one host, from CFX_REGISTERED_MIN_BYTES bytes; the
+ * results are bitwise those of the staged path. Where any rank's buffer is not registered, every
+ * rank takes the staged path. cfxMemFree deregisters the memory from `comm` (NULL: none) and frees
+ * it; deregister it from other communicators first. cfxCommRegister registers memory from
+ * cfxMemAlloc with another communicator (`buff`..`buff+size` must lie in one allocation); plain
+ * memory is cfxInvalidArgument. */
+CFX_API cfxResult_t cfxMemAlloc(void** ptr, size_t size, cfxComm_t comm);
+CFX_API cfxResult_t cfxMemFree(void* ptr, cfxComm_t comm);
+CFX_API cfxResult_t cfxCommRegister(cfxComm_t comm, void* buff, size_t size, void** handle);
+CFX_API cfxResult_t cfxCommDeregister(cfxComm_t comm, void* handle);
+
 /* Collectives. */
 CFX_API cfxResult_t cfxAllReduce(const void* sendbuff, void* recvbuff, size_t count, cfxDataType_t datatype,
                                  cfxRedOp_t op, cfxComm_t comm, cfxStream_t stream);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "ops/zero_copy.h"
 #include "reduce/kernels.h"
 
 namespace conflux {
@@ -16,6 +17,7 @@ OpDescriptor callDescriptor(const CollArgs& a) {
   d.count = a.count;
   d.outer = a.outerCall;
   d.outerSeq = a.outerSeq;
+  d.flags = a.agreeOnBuffers ? kDescAgreeOnBuffers : 0;
   return d;
 }
 
@@ -44,7 +46,17 @@ bool PhasedCollective::progress(Context& ctx) {
     Mailbox& box = ctx.mailbox(ctx.rank(), desc_.seq);
     box.call = desc_;
     box.seq.store(desc_.seq, std::memory_order_release);
-    phases_ = plan(ctx);
+    if (a_.agreeOnBuffers) {
+      // Where this rank's buffers lie, then a barrier before choosing the path (ops/zero_copy.h).
+      size_t sendBytes, recvBytes;
+      bufferBytes(a_, ctx.rank(), ctx.size(), sendBytes, recvBytes);
+      ctx.publishBuffers(desc_.seq, sendBytes > 0 ? a_.send : nullptr, sendBytes, recvBytes > 0 ? a_.recv : nullptr,
+                         recvBytes);
+      barrier_ = ctx.arrive();
+    } else {
+      phases_ = plan(ctx);
+      planned_ = true;
+    }
     moved = true;
   }
   for (;;) {
@@ -59,13 +71,26 @@ bool PhasedCollective::progress(Context& ctx) {
         ctx.checkDescriptors(desc_);
         checked_ = true;
       }
+      if (!planned_) {
+        zeroCopy_ = zeroCopyReady(ctx, a_, desc_.seq);
+        phases_ = zeroCopy_ ? 2 : plan(ctx);
+        planned_ = true;
+        continue;
+      }
     }
     if (phase_ == phases_) {
       ctx.finishOp(desc_.seq);
       done_ = true;
       return true;
     }
-    runPhase(ctx, phase_++);
+    if (!zeroCopy_) {
+      runPhase(ctx, phase_);
+    } else if (phase_ == 0) {  // then only a barrier: no rank leaves while a peer uses its buffers
+      std::vector<std::byte> block(kZeroCopyBlockBytes + 64);
+      auto* aligned = reinterpret_cast<std::byte*>((reinterpret_cast<uintptr_t>(block.data()) + 63) & ~uintptr_t{63});
+      runZeroCopy(ctx, a_, desc_.seq, aligned);
+    }
+    ++phase_;
     moved = true;
     if (phase_ < phases_) barrier_ = ctx.arrive();
   }

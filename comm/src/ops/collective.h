@@ -11,7 +11,10 @@
 // collective's first phase only writes halves of the next chunk number.
 //
 // Before the first barrier each rank publishes a descriptor of the call; after it, every rank
-// checks that all ranks called the same collective with the same arguments. Descriptors (and the
+// checks that all ranks called the same collective with the same arguments. A call that may run on
+// registered buffers (CollArgs::agreeOnBuffers) also publishes where its buffers lie, and its first
+// barrier comes before any phase: after it every rank sees the same table and chooses the same
+// path, zero-copy (ops/zero_copy.h) or the phases below. Descriptors (and the
 // single-copy addresses) alternate with the sequence parity, so a collective publishes only once
 // every rank has finished the operation two before it: latency-path operations that wait for no
 // one (ops/latency.cc) let a rank run ahead.
@@ -71,6 +74,8 @@ class PhasedCollective : public Op {
   int phase_ = 0;
   uint64_t barrier_ = 0;
   bool published_ = false;  // the descriptor is out (after the gate above)
+  bool planned_ = false;    // plan() ran (after the first barrier when the call agrees on buffers)
+  bool zeroCopy_ = false;   // every rank's buffers are registered: ops/zero_copy.h, not runPhase
   bool checked_ = false;
   bool done_ = false;
 };

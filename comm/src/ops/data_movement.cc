@@ -1,4 +1,5 @@
 // Broadcast, AllGather and AlltoAll: the collectives that move data without reducing it.
+#include <algorithm>
 #include <cstring>
 
 #include "ops/collective.h"
@@ -6,6 +7,7 @@
 #include "ops/latency.h"
 #include "ops/single_copy.h"
 #include "ops/tuning.h"
+#include "ops/zero_copy.h"
 
 namespace conflux {
 
@@ -93,10 +95,16 @@ class AlltoAllOp : public PhasedCollective {
 
 std::unique_ptr<Op> makeReducingCollective(const CollArgs& a, const Tuning& tuning, int nranks);
 
-std::unique_ptr<Op> makeCollective(const CollArgs& a, const Tuning& tuning, int nranks) {
+std::unique_ptr<Op> makeCollective(const CollArgs& args, const Tuning& tuning, int nranks) {
   // Small calls take the mailbox path unless an algorithm is forced (tests force each one).
   bool mailboxAllowed = tuning.forced == Algo::kAuto || tuning.forced == Algo::kMailbox;
-  if (mailboxAllowed && fitsMailbox(a, nranks)) return makeMailboxOp(a, nranks);
+  if (mailboxAllowed && fitsMailbox(args, nranks)) return makeMailboxOp(args, nranks);
+  CollArgs a = args;
+  if (hasZeroCopy(a.coll) && a.outerCall == 0) {
+    size_t sendBytes, recvBytes;
+    bufferBytes(a, 0, nranks, sendBytes, recvBytes);
+    a.agreeOnBuffers = tuning.mayRegister(std::max(sendBytes, recvBytes));
+  }
   if (useSingleCopy(a, tuning, nranks)) return makeSingleCopy(a);
   switch (a.coll) {
     case Coll::kBroadcast: return std::make_unique<BroadcastOp>(a);

@@ -58,6 +58,10 @@ struct CollArgs {
   // ranks on this host that made different calls find out here; 0 otherwise.
   uint64_t outerCall = 0;
   uint32_t outerSeq = 0;
+  // The call may run on registered buffers (ops/zero_copy.h): every rank publishes its buffers and
+  // meets the others at a first barrier before the path is chosen. Every rank sets it alike
+  // (Tuning::mayRegister); it is part of the call's descriptor, so a rank that differs is a mismatch.
+  bool agreeOnBuffers = false;
 };
 
 // Everything ranks must agree on for a collective call (collective, datatype, op where it

@@ -62,8 +62,15 @@ Tuning Tuning::fromEnv(int localRanks) {
   int64_t p2pMin = env::getInt("CFX_P2P_CMA_MIN_BYTES");
   if (p2pMin < 0) throw Error(Status::kInvalidArgument, "CFX_P2P_CMA_MIN_BYTES must be >= 0");
   t.p2pCmaMinBytes = static_cast<size_t>(p2pMin);
+  std::string reg = env::getString("CFX_REGISTERED");
+  if (reg != "0" && reg != "1") throw Error(Status::kInvalidArgument, "CFX_REGISTERED must be 0 or 1");
+  t.registered = reg == "1";
+  int64_t regMin = env::getInt("CFX_REGISTERED_MIN_BYTES");
+  if (regMin < 0) throw Error(Status::kInvalidArgument, "CFX_REGISTERED_MIN_BYTES must be >= 0");
+  t.registeredMinBytes = static_cast<size_t>(regMin);
   return t;
 }
+
 
 Algo Tuning::choose(size_t bytes, int nranks) const {
   if (forced == Algo::kDirect || forced == Algo::kRsag) return forced;

@@ -37,6 +37,10 @@ struct Tuning {
   size_t p2pCmaMinBytes = 0;  // Send/Recv single copy from this many bytes, 0: never (CFX_P2P_CMA_MIN_BYTES)
   // NUMA domains of a two-level rsag (ops/two_level.cc), from the topology plan; 0: flat.
   int domains = 0;
+  // Collectives on registered buffers (ops/zero_copy.h) from this many bytes (CFX_REGISTERED_MIN_BYTES;
+  // CFX_REGISTERED=0: never). Off for communicators that span hosts.
+  bool registered = true;
+  size_t registeredMinBytes = 0;
   // AllGather and Broadcast stop using it here: beyond, the staged path with streaming stores
   // moves less memory (measured; perf/RESULTS.md).
   static constexpr size_t kCmaMaxGatherBytes = 16 << 20;
@@ -47,6 +51,9 @@ struct Tuning {
   // Off by default: process_vm_readv moved at most ~7 GB/s on the development machine (a VM, where
   // pinning the pages dominates), below the two-copy ring at every size (perf/RESULTS.md).
   bool p2pSingleCopy(size_t bytes) const { return cma && p2pCmaMinBytes > 0 && bytes >= p2pCmaMinBytes; }
+  // Whether a collective of `bytes` (its larger buffer) that has a zero-copy path may run on
+  // registered buffers: it then publishes them and agrees on the path first.
+  bool mayRegister(size_t bytes) const { return registered && forced == Algo::kAuto && bytes >= registeredMinBytes; }
   // The algorithm for a reducing collective of `bytes` on `nranks` ranks.
   Algo choose(size_t bytes, int nranks) const;
   std::string describe(int nranks) const;

@@ -1,0 +1,238 @@
+// Registered buffers (cfxMemAlloc, issue #31 section 3): collectives on them run with no staging
+// copy and give bitwise the staged path's results, in place and out of place, at 1 to 8 ranks,
+// every datatype and op; every rank takes the staged path when one rank's buffer is plain; peers'
+// buffers are really mapped (their memory files appear in /proc/self/maps) and unmapped again once
+// freed; bad pointers are cfxInvalidArgument.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <fstream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "harness.h"
+
+namespace cfxtest {
+namespace {
+
+size_t typeSize(cfxDataType_t t) {
+  switch (t) {
+    case cfxInt8: case cfxUint8: case cfxFloat8e4m3: case cfxFloat8e5m2: return 1;
+    case cfxFloat16: case cfxBfloat16: return 2;
+    case cfxInt32: case cfxUint32: case cfxFloat32: return 4;
+    default: return 8;
+  }
+}
+
+// Random finite values: the bit just below each float type's sign is cleared, so the exponent is
+// never all ones (no NaN or infinity in any input).
+std::vector<std::byte> randomData(cfxDataType_t t, size_t count, uint32_t seed) {
+  const size_t es = typeSize(t);
+  std::vector<std::byte> v(count * es);
+  std::mt19937 rng(seed);
+  for (auto& b : v) b = static_cast<std::byte>(rng());
+  const bool isFloat = t == cfxFloat16 || t == cfxBfloat16 || t == cfxFloat32 || t == cfxFloat64 ||
+                       t == cfxFloat8e4m3 || t == cfxFloat8e5m2;
+  if (isFloat) {
+    for (size_t i = 0; i < count; ++i) v[i * es + es - 1] &= std::byte{0xbf};
+  }
+  return v;
+}
+
+int mappedShareables() {
+  std::ifstream maps("/proc/self/maps");
+  int n = 0;
+  for (std::string line; std::getline(maps, line);) n += line.find("memfd:cfx-shareable") != std::string::npos;
+  return n;
+}
+
+enum class C { kAllReduce, kReduce, kReduceScatter, kAllGather, kBroadcast };
+const char* name(C c) {
+  static const char* names[] = {"AllReduce", "Reduce", "ReduceScatter", "AllGather", "Broadcast"};
+  return names[static_cast<int>(c)];
+}
+
+cfxResult_t run(C c, const void* send, void* recv, size_t count, cfxDataType_t t, cfxRedOp_t op, int root,
+                cfxComm_t comm) {
+  switch (c) {
+    case C::kAllReduce: return cfxAllReduce(send, recv, count, t, op, comm, nullptr);
+    case C::kReduce: return cfxReduce(send, recv, count, t, op, root, comm, nullptr);
+    case C::kReduceScatter: return cfxReduceScatter(send, recv, count, t, op, comm, nullptr);
+    case C::kAllGather: return cfxAllGather(send, recv, count, t, comm, nullptr);
+    default: return cfxBroadcast(send, recv, count, t, root, comm, nullptr);
+  }
+}
+
+// Elements of the send and receive buffers of rank `rank` for `count`.
+void sizes(C c, size_t count, int n, size_t& send, size_t& recv) {
+  send = recv = count;
+  if (c == C::kReduceScatter) send = count * n;
+  if (c == C::kAllGather) recv = count * n;
+}
+
+// One call on registered buffers against the same call on plain ones (the staged path), in place
+// or not. Returns false (after failing the test) on a difference.
+bool compareOnce(Rank& rk, C c, cfxDataType_t t, cfxRedOp_t op, size_t count, bool inPlace, bool registerMine) {
+  const int n = rk.nranks, me = rk.rank, root = n - 1;
+  const size_t es = typeSize(t);
+  size_t sendElems, recvElems;
+  sizes(c, count, n, sendElems, recvElems);
+  auto input = randomData(t, sendElems, 7919u * (me + 1) + static_cast<uint32_t>(count) + 31u * t);
+  // The staged result.
+  std::vector<std::byte> plainRecv(recvElems * es, std::byte{0x5a});
+  std::vector<std::byte> plainSend = input;
+  if (run(c, plainSend.data(), plainRecv.data(), count, t, op, root, rk.comm) != cfxSuccess) {
+    ADD_FAILURE() << name(c) << " plain: " << cfxGetLastError(rk.comm);
+    return false;
+  }
+  // The same on registered memory: one allocation holding both buffers (or one in place).
+  void* mem = nullptr;
+  const size_t sendBytes = sendElems * es, recvBytes = recvElems * es;
+  if (cfxMemAlloc(&mem, sendBytes + recvBytes + 64, registerMine ? rk.comm : nullptr) != cfxSuccess) {
+    ADD_FAILURE() << "cfxMemAlloc: " << cfxGetLastError(rk.comm);
+    return false;
+  }
+  auto* base = static_cast<std::byte*>(mem);
+  std::byte* recv = base + ((sendBytes + 63) / 64) * 64;
+  std::byte* send = base;
+  if (inPlace) {
+    recv = base;
+    // In place: AllGather's input is this rank's block of the output, ReduceScatter's output is
+    // this rank's block of the input.
+    if (c == C::kAllGather) send = base + me * count * es;
+    if (c == C::kReduceScatter) recv = base + me * count * es;
+    if (c == C::kAllGather) std::memset(base, 0x5a, recvBytes);
+  } else {
+    std::memset(recv, 0x5a, recvBytes);
+  }
+  std::memcpy(send, input.data(), sendBytes);
+  bool ok = true;
+  if (run(c, send, recv, count, t, op, root, rk.comm) != cfxSuccess) {
+    ADD_FAILURE() << name(c) << " registered: " << cfxGetLastError(rk.comm);
+    ok = false;
+  }
+  const bool receives = c != C::kReduce || me == root;
+  if (ok && receives && std::memcmp(recv, plainRecv.data(), recvBytes) != 0) {
+    size_t i = 0;
+    while (std::memcmp(recv + i * es, plainRecv.data() + i * es, es) == 0) ++i;
+    ADD_FAILURE() << name(c) << " dtype " << t << " op " << op << " count " << count << (inPlace ? " in place" : "")
+                  << " on " << n << " ranks: rank " << me << " differs from the staged path at element " << i;
+    ok = false;
+  }
+  EXPECT_EQ(cfxMemFree(mem, registerMine ? rk.comm : nullptr), cfxSuccess) << cfxGetLastError(rk.comm);
+  return ok;
+}
+
+class RegisteredTest : public ::testing::TestWithParam<int> {};
+
+RunOptions everySize() {
+  RunOptions o;
+  o.env = {"CFX_REGISTERED_MIN_BYTES=1"};  // the zero-copy path from the first byte
+  return o;
+}
+
+TEST_P(RegisteredTest, EveryCollectiveDatatypeAndOpMatchesTheStagedPathBitwise) {
+  runRanks(GetParam(), [](Rank& rk) {
+    for (C c : {C::kAllReduce, C::kReduce, C::kReduceScatter, C::kAllGather, C::kBroadcast}) {
+      const bool reduces = c == C::kAllReduce || c == C::kReduce || c == C::kReduceScatter;
+      for (int t = 0; t < cfxNumTypes; ++t) {
+        for (int op = 0; op < (reduces ? cfxNumOps : 1); ++op) {
+          for (size_t count : {size_t{1}, size_t{777}, size_t{70001}}) {
+            for (bool inPlace : {false, true}) {
+              if (!compareOnce(rk, c, static_cast<cfxDataType_t>(t), static_cast<cfxRedOp_t>(op), count, inPlace, true)) {
+                return;
+              }
+            }
+          }
+        }
+      }
+    }
+    // The zero-copy path ran: the peers' memory files were mapped here.
+    if (rk.nranks > 1) EXPECT_GT(mappedShareables(), 0) << "no peer's registered buffer was ever mapped";
+  }, everySize());
+}
+
+TEST_P(RegisteredTest, LargeMessagesAtTheDefaultThreshold) {
+  runRanks(GetParam(), [](Rank& rk) {
+    const size_t count = (3u << 20) + 5;  // 12 MiB of fp32: streaming stores, many blocks
+    for (C c : {C::kAllReduce, C::kReduceScatter, C::kAllGather}) {
+      if (!compareOnce(rk, c, cfxFloat32, cfxSum, c == C::kAllReduce ? count : count / rk.nranks, false, true)) return;
+    }
+    ASSERT_TRUE(compareOnce(rk, C::kAllReduce, cfxBfloat16, cfxAvg, count, true, true));
+  });
+}
+
+TEST_P(RegisteredTest, OneRankWithPlainMemoryPutsEveryRankOnTheStagedPath) {
+  runRanks(GetParam(), [](Rank& rk) {
+    // The last rank allocates without registering: nobody may map anything, results still exact.
+    const bool registerMine = rk.rank != rk.nranks - 1;
+    for (C c : {C::kAllReduce, C::kReduceScatter, C::kAllGather, C::kBroadcast}) {
+      if (!compareOnce(rk, c, cfxFloat32, cfxSum, 4099, false, registerMine)) return;
+    }
+    EXPECT_EQ(mappedShareables(), 0) << "a peer's buffer was mapped although one rank's was plain";
+  }, everySize());
+}
+
+INSTANTIATE_TEST_SUITE_P(Ranks, RegisteredTest, ::testing::Values(1, 2, 3, 4, 8));
+
+TEST(Registered, FreedBuffersAreUnmappedByThePeers) {
+  runRanks(3, [](Rank& rk) {
+    const size_t count = 1 << 18;
+    for (int round = 0; round < 40; ++round) {  // more rounds than the notice board holds
+      float* buf = nullptr;
+      CFX_ASSERT_OK(cfxMemAlloc(reinterpret_cast<void**>(&buf), count * 4, rk.comm));
+      for (size_t i = 0; i < count; ++i) buf[i] = static_cast<float>(rk.rank + round);
+      CFX_ASSERT_OK(cfxAllReduce(buf, buf, count, cfxFloat32, cfxSum, rk.comm, nullptr));
+      const float want = static_cast<float>(3 * round + 3);
+      ASSERT_EQ(buf[0], want);
+      ASSERT_EQ(buf[count - 1], want);
+      CFX_ASSERT_OK(cfxMemFree(buf, rk.comm));
+      // Own allocation gone; the peers' last ones at most (dropped at the next lookup).
+      ASSERT_LE(mappedShareables(), rk.nranks - 1) << "round " << round;
+    }
+  }, everySize());
+}
+
+TEST(Registered, RegisterWithASecondCommunicator) {
+  runRanks(2, [](Rank& rk) {
+    cfxComm_t other = nullptr;
+    CFX_ASSERT_OK(cfxCommSplit(rk.comm, 0, rk.rank, &other, nullptr));
+    const size_t count = 1 << 16;
+    float* buf = nullptr;
+    CFX_ASSERT_OK(cfxMemAlloc(reinterpret_cast<void**>(&buf), count * 4, nullptr));
+    void* handle = nullptr;
+    CFX_ASSERT_OK(cfxCommRegister(other, buf + 16, 64, &handle));
+    for (size_t i = 0; i < count; ++i) buf[i] = 1.0f + rk.rank;
+    CFX_ASSERT_OK(cfxAllReduce(buf, buf, count, cfxFloat32, cfxSum, other, nullptr));
+    EXPECT_EQ(buf[count / 2], 3.0f);
+    EXPECT_GT(mappedShareables(), 1);
+    CFX_ASSERT_OK(cfxCommDeregister(other, handle));
+    EXPECT_EQ(cfxCommDeregister(other, handle), cfxInvalidArgument);
+    CFX_ASSERT_OK(cfxMemFree(buf, nullptr));
+    CFX_ASSERT_OK(cfxCommDestroy(other));
+  }, everySize());
+}
+
+TEST(Registered, BadPointersAreInvalidArguments) {
+  runRanks(1, [](Rank& rk) {
+    std::vector<float> plain(1024);
+    void* handle = nullptr;
+    EXPECT_EQ(cfxMemAlloc(nullptr, 16, rk.comm), cfxInvalidArgument);
+    EXPECT_NE(std::string(cfxGetLastError(rk.comm)).find("ptr is NULL"), std::string::npos);
+    EXPECT_EQ(cfxCommRegister(rk.comm, plain.data(), 4096, &handle), cfxInvalidArgument);
+    EXPECT_NE(std::string(cfxGetLastError(rk.comm)).find("not memory from cfxMemAlloc"), std::string::npos)
+        << cfxGetLastError(rk.comm);
+    EXPECT_EQ(cfxMemFree(plain.data(), rk.comm), cfxInvalidArgument);
+    void* mem = nullptr;
+    CFX_ASSERT_OK(cfxMemAlloc(&mem, 0, rk.comm));  // zero bytes: a valid pointer
+    EXPECT_NE(mem, nullptr);
+    EXPECT_EQ(cfxCommRegister(rk.comm, mem, 1 << 20, &handle), cfxInvalidArgument) << "past the allocation";
+    CFX_ASSERT_OK(cfxMemFree(mem, rk.comm));
+    EXPECT_EQ(cfxMemFree(mem, rk.comm), cfxInvalidArgument) << "freed twice";
+    EXPECT_EQ(cfxMemFree(nullptr, rk.comm), cfxSuccess);
+  });
+}
+
+}  // namespace
+}  // namespace cfxtest
