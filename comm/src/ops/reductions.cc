@@ -12,9 +12,11 @@ namespace conflux {
 namespace {
 
 // AllReduce and Reduce, as reduce-scatter then gather inside shared memory (rsag).
-//   stage chunk p:     copy this rank's input chunk into its slot half;
-//   combine chunk p-1: reduce this rank's slice of the chunk, over all ranks' slots in rank
-//                      order, into the scratch half (so every rank's result is bitwise equal);
+//   stage chunk p:     copy this rank's input chunk into its slot half, all but its own slice,
+//                      which only this rank reads (straight from its input, below);
+//   combine chunk p-1: reduce this rank's slice of the chunk, over all ranks' inputs in rank
+//                      order (the peers' from their slots, its own in place), into the scratch
+//                      half (so every rank's result is bitwise equal);
 //   finish chunk p-2:  copy the whole reduced chunk from scratch to the output (root only for
 //                      Reduce), with streaming stores for large messages.
 class AllReduceOp : public PhasedCollective {
@@ -33,12 +35,20 @@ class AllReduceOp : public PhasedCollective {
     auto* recv = static_cast<std::byte*>(a_.recv);
     const int n = ctx.size();
     size_t k;
-    if (stage(phase, 0, k)) std::memcpy(ctx.slotHalf(ctx.rank(), chunkId(k)), send + chunkOffset(k), bytes(chunkLen(k)));
+    const int me = ctx.rank();
+    if (stage(phase, 0, k)) {
+      size_t lo, hi;
+      sliceOf(chunkLen(k), me, n, lo, hi);
+      std::byte* slot = ctx.slotHalf(me, chunkId(k));
+      const std::byte* in = send + chunkOffset(k);
+      std::memcpy(slot, in, bytes(lo));
+      std::memcpy(slot + bytes(hi), in + bytes(hi), bytes(chunkLen(k) - hi));
+    }
     if (stage(phase, 1, k)) {
       size_t lo, hi;
-      sliceOf(chunkLen(k), ctx.rank(), n, lo, hi);
+      sliceOf(chunkLen(k), me, n, lo, hi);
       if (hi > lo) {
-        for (int r = 0; r < n; ++r) srcs_[r] = ctx.slotHalf(r, chunkId(k)) + bytes(lo);
+        for (int r = 0; r < n; ++r) srcs_[r] = (r == me ? send + chunkOffset(k) : ctx.slotHalf(r, chunkId(k))) + bytes(lo);
         reduce::reduce(ctx.scratchHalf(chunkId(k)) + bytes(lo), srcs_.data(), n, hi - lo, a_.datatype, a_.op, n);
       }
     }
@@ -87,9 +97,11 @@ class DirectAllReduceOp : public PhasedCollective {
 };
 
 // ReduceScatter: each chunk carries the same element range of all n blocks.
-//   stage chunk p:     copy range p of every block of this rank's input into its slot half;
-//   combine chunk p-1: reduce block `rank` of every rank's slot half, in rank order, straight
-//                      into this rank's output.
+//   stage chunk p:     copy range p of every block of this rank's input into its slot half, but
+//                      its own block, which only this rank reads (in place, below), unless the
+//                      output is that block (in place: the kernel's output may not alias an input);
+//   combine chunk p-1: reduce block `rank` of every rank's input, in rank order, straight into
+//                      this rank's output (the peers' blocks from their slot halves).
 class ReduceScatterOp : public PhasedCollective {
  public:
   using PhasedCollective::PhasedCollective;
@@ -105,14 +117,20 @@ class ReduceScatterOp : public PhasedCollective {
     auto* recv = static_cast<std::byte*>(a_.recv);
     const int n = ctx.size();
     size_t k;
+    const int me = ctx.rank();
+    const std::byte* ownBlock = send + bytes(me * a_.count);
+    const bool ownInPlace = recv != ownBlock;  // read this rank's own block where it is
     if (stage(phase, 0, k)) {
-      std::byte* slot = ctx.slotHalf(ctx.rank(), chunkId(k));
+      std::byte* slot = ctx.slotHalf(me, chunkId(k));
       const size_t l = chunkLen(k);
-      for (int b = 0; b < n; ++b) std::memcpy(slot + bytes(b * l), send + bytes(b * a_.count) + chunkOffset(k), bytes(l));
+      for (int b = 0; b < n; ++b) {
+        if (b != me || !ownInPlace) std::memcpy(slot + bytes(b * l), send + bytes(b * a_.count) + chunkOffset(k), bytes(l));
+      }
     }
     if (stage(phase, 1, k)) {
       const size_t l = chunkLen(k);
-      for (int r = 0; r < n; ++r) srcs_[r] = ctx.slotHalf(r, chunkId(k)) + bytes(ctx.rank() * l);
+      for (int r = 0; r < n; ++r) srcs_[r] = ctx.slotHalf(r, chunkId(k)) + bytes(me * l);
+      if (ownInPlace) srcs_[me] = ownBlock + chunkOffset(k);
       reduce::reduce(recv + chunkOffset(k), srcs_.data(), n, l, a_.datatype, a_.op, n);
     }
   }

@@ -1,4 +1,5 @@
 #include "backend.h"
+#include "registered_memory.h"
 
 #include <c10/util/Exception.h>
 
@@ -73,6 +74,16 @@ c10::intrusive_ptr<c10d::Backend> ConfluxBackend::create(const c10::intrusive_pt
   return c10::make_intrusive<ConfluxBackend>(store, rank, size,
                                              std::chrono::duration_cast<std::chrono::milliseconds>(timeout));
 }
+
+// torch passes the device's index: -1 for the CPU (a CUDA device has an index; its tensors take the
+// staged GPU path, not registered host memory).
+bool ConfluxBackend::supportsTensorAlloc(c10::DeviceIndex deviceIdx) { return deviceIdx < 0; }
+
+at::Tensor ConfluxBackend::allocateTensor(long size, at::TensorOptions options) {
+  return allocateRegistered(comm_->get(), size, options);
+}
+
+std::shared_ptr<c10::Allocator> ConfluxBackend::getMemAllocator() { return registeredAllocator(comm_->get()); }
 
 void ConfluxBackend::shutdown() {
   worker_.stop();

@@ -87,6 +87,11 @@ class ConfluxBackend : public c10d::Backend {
   c10::intrusive_ptr<c10d::Work> recv(std::vector<at::Tensor>& tensors, int srcRank, int tag) override;
   c10::intrusive_ptr<c10d::Work> barrier(const c10d::BarrierOptions& opts) override;
 
+  // CPU tensors in registered memory (registered_memory.h): collectives on them run zero-copy.
+  bool supportsTensorAlloc(c10::DeviceIndex deviceIdx) override;
+  at::Tensor allocateTensor(long size, at::TensorOptions options = {}) override;
+  std::shared_ptr<c10::Allocator> getMemAllocator() override;
+
   // Normal close (destroy_process_group): runs what is queued, destroys the communicator.
   void shutdown() override;
   // Fails what is in progress and queued at once, then closes.
