@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """torch.distributed on Conflux beside Gloo, in one job: dist.all_reduce latency and bus bandwidth
-from 8 B to 256 MiB, and the DDP step time of a small GPT split into compute and exposed
-communication.
+from 8 B to 256 MiB, the DDP step time of a small GPT split into compute and exposed
+communication, and an FSDP2 step of that GPT with its communication buffers from torch or from
+Conflux's registered memory (allocate_tensor).
 
     python3 perf/torch_bench.py --ranks 2,4 --repeat 3 --out perf/RESULTS-torch.md
 
@@ -124,6 +125,29 @@ def worker(args):
         for name, model in models.items():
             results["ddp"].setdefault(name, []).append(step_time(model, args.steps))
     results["ddp_params"] = params
+
+    # FSDP2: the same GPT, each block and the root sharded over the conflux group, its all-gather
+    # and reduce-scatter buffers from torch's allocator or from Conflux's registered memory
+    # (set_allocate_memory_from_process_group_for_comm: the backend's allocate_tensor).
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.fsdp import fully_shard
+
+    mesh = init_device_mesh("cpu", (n,))
+
+    def fsdp_gpt(registered):
+        torch.manual_seed(0)
+        m = GPT()
+        for block in m.blocks.layers:
+            fully_shard(block, mesh=mesh)
+        fully_shard(m, mesh=mesh)
+        for module in [*m.blocks.layers, m]:
+            module.set_allocate_memory_from_process_group_for_comm(registered)
+        return m
+
+    fsdp = {"plain buffers": fsdp_gpt(False), "registered buffers": fsdp_gpt(True)}
+    for _ in range(args.repeat):
+        for name, model in fsdp.items():
+            results.setdefault("fsdp", {}).setdefault(name, []).append(step_time(model, args.steps))
     dist.destroy_process_group()
     if rank == 0:
         with open(args.result, "w") as f:
@@ -199,6 +223,14 @@ def main():
         for name in ("conflux", "gloo"):
             lines.append(f"| {name} | {ddp[name]:.1f} | {ddp['compute only']:.1f} | "
                          f"{ddp[name] - ddp['compute only']:.1f} |")
+        if r.get("fsdp"):
+            fs = {k: statistics.median(v) * 1e3 for k, v in r["fsdp"].items()}
+            lines += ["", f"### {ranks} ranks: FSDP2 step of the same GPT on conflux, communication buffers "
+                      f"from torch or from Conflux's registered memory (medians of {args.repeat} rounds of "
+                      f"{args.steps} steps)", "", "| buffers | step (ms) |", "|---|---:|"]
+            for name, ms in fs.items():
+                lines.append(f"| {name} | {ms:.1f} |")
+            lines.append(f"| registered / plain | {fs['registered buffers'] / fs['plain buffers']:.2f}x |")
         lines.append("")
     text = "\n".join(lines)
     print(text)

@@ -80,10 +80,14 @@ c10::intrusive_ptr<c10d::Backend> ConfluxBackend::create(const c10::intrusive_pt
 bool ConfluxBackend::supportsTensorAlloc(c10::DeviceIndex deviceIdx) { return deviceIdx < 0; }
 
 at::Tensor ConfluxBackend::allocateTensor(long size, at::TensorOptions options) {
-  return allocateRegistered(comm_->get(), size, options);
+  return allocateRegistered(*getMemAllocator(), size, options);
 }
 
-std::shared_ptr<c10::Allocator> ConfluxBackend::getMemAllocator() { return registeredAllocator(comm_->get()); }
+std::shared_ptr<c10::Allocator> ConfluxBackend::getMemAllocator() {
+  std::lock_guard<std::mutex> lock(allocatorMutex_);
+  if (!allocator_) allocator_ = registeredAllocator(comm_->get());
+  return allocator_;
+}
 
 void ConfluxBackend::shutdown() {
   worker_.stop();

@@ -151,6 +151,8 @@ class ConfluxBackend : public c10d::Backend {
   bool coalescing();
 
   std::shared_ptr<Communicator> comm_;
+  std::mutex allocatorMutex_;
+  std::shared_ptr<c10::Allocator> allocator_;  // registered memory, made at first use
   std::shared_ptr<CudaPath> cuda_;
   bool spin_;
   Worker worker_;

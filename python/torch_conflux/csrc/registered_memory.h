@@ -14,10 +14,11 @@
 
 namespace torch_conflux {
 
-// An allocator of registered memory for `comm`. Freeing after the communicator is destroyed
-// still returns the memory (the registration went with the communicator).
+// An allocator of registered memory for `comm`, which keeps freed blocks for reuse (a caching
+// pool, as torch's CUDA allocator). The memory returns to the kernel once the allocator and every
+// tensor from it are gone, also after the communicator was destroyed.
 std::shared_ptr<c10::Allocator> registeredAllocator(cfxComm_t comm);
-// A 1-D CPU tensor of `size` elements of options' dtype in registered memory.
-at::Tensor allocateRegistered(cfxComm_t comm, long size, const at::TensorOptions& options);
+// A 1-D CPU tensor of `size` elements of options' dtype from `allocator`.
+at::Tensor allocateRegistered(c10::Allocator& allocator, long size, const at::TensorOptions& options);
 
 }  // namespace torch_conflux
