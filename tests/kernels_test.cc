@@ -4,7 +4,9 @@
 
 #include <cmath>
 #include <cstring>
+#include <cstdio>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "reduce/float_formats.h"
@@ -19,13 +21,28 @@ std::vector<const KernelTable*> tablesOnThisCpu() {
   if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c")) {
     t.push_back(&kernelsAvx2());
   }
-  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx2")) t.push_back(&kernelsAvx512());
+  if (cpuHasAvx512()) t.push_back(&kernelsAvx512());
+  if (cpuHasAvx512Bf16()) t.push_back(&kernelsAvx512Bf16());
   return t;
+}
+
+std::string bytesHex(const uint8_t* p, size_t n) {
+  std::string s = "0x";
+  char buf[4];
+  for (size_t k = n; k-- > 0;) {
+    std::snprintf(buf, sizeof(buf), "%02x", p[k]);
+    s += buf;
+  }
+  return s;
 }
 
 // Every instruction set gives the same bits, NaNs included (narrow formats store canonical NaNs).
 TEST(Kernels, EveryIsaGivesTheSameBits) {
   auto tables = tablesOnThisCpu();
+  std::string names;
+  for (const auto* t : tables) names += std::string(" ") + t->isa;
+  std::printf("# kernel tables on this CPU:%s (chosen: %s)\n", names.c_str(), kernels().isa);
+  RecordProperty("isas", names);
   std::mt19937_64 rng(42);
   const size_t count = 1037;  // odd: exercises the vector tails
   for (int t = 0; t < cfxNumTypes; ++t) {
@@ -49,7 +66,9 @@ TEST(Kernels, EveryIsaGivesTheSameBits) {
             const uint8_t* b = out.data() + i * es;
             if (std::memcmp(a, b, es) == 0) continue;
             FAIL() << tables[k]->isa << " differs from generic for " << dataTypeName(static_cast<cfxDataType_t>(t)) << " "
-                << redOpName(static_cast<cfxRedOp_t>(op)) << " nsrc " << nsrc << " at element " << i - 1;
+                << redOpName(static_cast<cfxRedOp_t>(op)) << " nsrc " << nsrc << " at element " << i - 1 << ": "
+                << bytesHex(a, es) << " (generic) against " << bytesHex(b, es) << ", first input "
+                << bytesHex(static_cast<const uint8_t*>(ptrs[0]) + (i - 1) * es, es);
           }
         }
       }

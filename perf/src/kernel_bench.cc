@@ -66,6 +66,7 @@ int main(int argc, char** argv) {
   const KernelTable& table = isa == "generic" ? kernelsGeneric()
                              : isa == "avx2"  ? kernelsAvx2()
                              : isa == "avx512" ? kernelsAvx512()
+                             : isa == "avx512bf16" ? kernelsAvx512Bf16()
                                                : kernels();
   std::vector<std::vector<uint8_t>> src(nsrc, std::vector<uint8_t>(bytes));
   std::vector<uint8_t> dst(bytes);

@@ -2,10 +2,22 @@
 
 namespace conflux::reduce {
 
+bool cpuHasAvx512() {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+         __builtin_cpu_supports("f16c");
+}
+
+bool cpuHasAvx512Bf16() {
+  return cpuHasAvx512() && __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512bf16");
+}
+
 const KernelTable& kernels() {
   static const KernelTable& chosen = []() -> const KernelTable& {
     __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx2")) return kernelsAvx512();
+    if (cpuHasAvx512Bf16()) return kernelsAvx512Bf16();
+    if (cpuHasAvx512()) return kernelsAvx512();
     if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c")) {
       return kernelsAvx2();
     }

@@ -21,7 +21,11 @@ struct KernelTable {
 
 const KernelTable& kernelsGeneric();
 const KernelTable& kernelsAvx2();    // requires AVX2, FMA and F16C
-const KernelTable& kernelsAvx512();  // requires AVX-512F and AVX2
+const KernelTable& kernelsAvx512();  // requires AVX-512F, BW and VL, and AVX2
+const KernelTable& kernelsAvx512Bf16();  // requires the above, AVX-512DQ and AVX-512 BF16
+// Whether this CPU runs each table.
+bool cpuHasAvx512();
+bool cpuHasAvx512Bf16();
 // The best table this CPU supports.
 const KernelTable& kernels();
 

@@ -29,7 +29,9 @@ struct HalfTraits {
   using Acc = float;
   static Acc load(Store v) { return halfBitsToFloat(v); }
   static Store store(Acc v) { return floatToHalfBits(v); }
-#ifdef CONFLUX_NARROW_SIMD
+#if defined(CONFLUX_NARROW_SIMD512)
+  using Simd = HalfSimd512;
+#elif defined(CONFLUX_NARROW_SIMD)
   using Simd = HalfSimd;
 #endif
 };
@@ -38,7 +40,11 @@ struct Bf16Traits {
   using Acc = float;
   static Acc load(Store v) { return bf16ToFloat(v); }
   static Store store(Acc v) { return floatToBf16(v); }
-#ifdef CONFLUX_NARROW_SIMD
+#if defined(CONFLUX_NARROW_SIMD_BF16)
+  using Simd = Bf16SimdNe;
+#elif defined(CONFLUX_NARROW_SIMD512)
+  using Simd = Bf16Simd512;
+#elif defined(CONFLUX_NARROW_SIMD)
   using Simd = Bf16Simd;
 #endif
 };
@@ -126,7 +132,8 @@ template <class Tr, cfxRedOp_t Op>
 void reduceKernel(void* dstv, const void* const* srcs, int nsrc, size_t count, int divisor) {
   auto* dst = static_cast<typename Tr::Store*>(dstv);
   if constexpr (HasSimd<Tr>) {
-    return reduceNarrowSimd<typename Tr::Simd, Op>(dst, srcs, nsrc, count, divisor, &combine<float, Op>, &divide<float>);
+    return reduceNarrowSimd<typename Tr::Simd, Op>(dst, srcs, nsrc, count, divisor, &combine<float, Op>, &divide<float>,
+                                                   &Tr::load, &Tr::store);
   }
   switch (nsrc) {
     case 1: return reduceFixed<Tr, Op, 1>(dst, srcs, count, divisor);
