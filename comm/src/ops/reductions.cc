@@ -145,7 +145,7 @@ std::unique_ptr<Op> makeTwoLevelAllReduce(const CollArgs& a);  // ops/two_level.
 
 std::unique_ptr<Op> makeReducingCollective(const CollArgs& a, const Tuning& tuning, int nranks) {
   if (a.coll == Coll::kReduceScatter) return std::make_unique<ReduceScatterOp>(a);
-  if (tuning.choose(a.count * reduce::dataTypeSize(a.datatype), nranks) == Algo::kDirect) {
+  if (tuning.choose(a.count * reduce::dataTypeSize(a.datatype), nranks, a.coll == Coll::kReduce) == Algo::kDirect) {
     return std::make_unique<DirectAllReduceOp>(a);
   }
   if (tuning.domains >= 2) return makeTwoLevelAllReduce(a);

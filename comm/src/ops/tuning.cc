@@ -72,13 +72,14 @@ Tuning Tuning::fromEnv(int localRanks) {
 }
 
 
-Algo Tuning::choose(size_t bytes, int nranks) const {
+Algo Tuning::choose(size_t bytes, int nranks, bool rootOnly) const {
   if (forced == Algo::kDirect || forced == Algo::kRsag) return forced;
   if (directMaxBytes > 0) return bytes <= directMaxBytes ? Algo::kDirect : Algo::kRsag;
   // Built-in rule, measured with all_reduce_perf on 2 to 4 ranks (perf/RESULTS.md): one barrier
-  // per chunk wins while latency dominates; beyond 16 KiB rsag's smaller per-rank work wins.
+  // per chunk wins while latency dominates; beyond 16 KiB rsag's smaller per-rank work wins
+  // (Reduce: 64 KiB, where only the root reduces).
   (void)nranks;
-  return bytes <= kDirectMaxDefault ? Algo::kDirect : Algo::kRsag;
+  return bytes <= (rootOnly ? kReduceDirectMaxDefault : kDirectMaxDefault) ? Algo::kDirect : Algo::kRsag;
 }
 
 std::string Tuning::describe(int nranks) const {
@@ -87,8 +88,8 @@ std::string Tuning::describe(int nranks) const {
     return "AllReduce/Reduce: direct up to " + std::to_string(directMaxBytes) + " bytes, then rsag (CFX_DIRECT_MAX_BYTES)";
   }
   (void)nranks;
-  return "mailbox up to 1 KiB of input per rank; AllReduce/Reduce direct up to " + std::to_string(kDirectMaxDefault) +
-         " bytes, then " + (domains >= 2 ? "two-level rsag over " + std::to_string(domains) + " NUMA domains" : std::string("rsag")) +
+  return "mailbox up to 1 KiB of input per rank; AllReduce direct up to " + std::to_string(kDirectMaxDefault) +
+         " bytes (Reduce " + std::to_string(kReduceDirectMaxDefault) + "), then " + (domains >= 2 ? "two-level rsag over " + std::to_string(domains) + " NUMA domains" : std::string("rsag")) +
          "; AllGather/AlltoAll/Broadcast single-copy " +
          (cma ? "from " + std::to_string(cmaMinBytes) + " bytes, Send/Recv " +
                     (p2pCmaMinBytes > 0 ? "from " + std::to_string(p2pCmaMinBytes) + " bytes" : std::string("never"))

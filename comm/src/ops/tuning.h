@@ -27,6 +27,9 @@ enum class Algo { kAuto, kDirect, kRsag, kMailbox };
 enum class NetAlgo { kAuto, kRing, kTree, kHalvingDoubling, kFlat };
 
 inline constexpr size_t kDirectMaxDefault = 16 << 10;
+// Reduce: only the root reduces, so direct stays ahead longer (2 ranks, 32 KiB: 3.9 against 7.5 us
+// for rsag; 4 ranks, 16-64 KiB: 7-17 against 21-32 us; perf/RESULTS.md 2026-11-25).
+inline constexpr size_t kReduceDirectMaxDefault = 64 << 10;
 
 struct Tuning {
   Algo forced = Algo::kAuto;
@@ -54,8 +57,8 @@ struct Tuning {
   // Whether a collective of `bytes` (its larger buffer) that has a zero-copy path may run on
   // registered buffers: it then publishes them and agrees on the path first.
   bool mayRegister(size_t bytes) const { return registered && forced == Algo::kAuto && bytes >= registeredMinBytes; }
-  // The algorithm for a reducing collective of `bytes` on `nranks` ranks.
-  Algo choose(size_t bytes, int nranks) const;
+  // The algorithm for an AllReduce (or a Reduce: `rootOnly`) of `bytes` on `nranks` ranks.
+  Algo choose(size_t bytes, int nranks, bool rootOnly = false) const;
   std::string describe(int nranks) const;
 };
 
