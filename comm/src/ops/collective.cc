@@ -139,8 +139,8 @@ int PhasedCollective::planChunks(Context& ctx, size_t chunkElems, int pipelineDe
   return static_cast<int>(nchunks_) + pipelineDepth - 1;
 }
 
-void PhasedCollective::sliceOf(size_t len, int r, int nranks, size_t& lo, size_t& hi) const {
-  size_t align = std::max<size_t>(1, 64 / esize_);
+void sliceOf(size_t len, size_t esize, int r, int nranks, size_t& lo, size_t& hi) {
+  size_t align = std::max<size_t>(1, 64 / esize);
   size_t per = (len + nranks - 1) / nranks;
   per = (per + align - 1) / align * align;
   lo = std::min(len, per * r);

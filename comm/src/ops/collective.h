@@ -26,6 +26,10 @@
 
 namespace conflux {
 
+// Element range [lo, hi) of `len` elements of `esize` bytes that rank r of `nranks` works on, in
+// whole cache lines (the staged paths' combine step and the zero-copy reductions).
+void sliceOf(size_t len, size_t esize, int r, int nranks, size_t& lo, size_t& hi);
+
 class PhasedCollective : public Op {
  public:
   explicit PhasedCollective(const CollArgs& a);
@@ -40,7 +44,9 @@ class PhasedCollective : public Op {
   virtual void runPhase(Context& ctx, int phase) = 0;
 
   // Element range [lo, hi) of a chunk of `len` elements that rank r combines (cache-line aligned).
-  void sliceOf(size_t len, int r, int nranks, size_t& lo, size_t& hi) const;
+  void sliceOf(size_t len, int r, int nranks, size_t& lo, size_t& hi) const {
+    conflux::sliceOf(len, esize_, r, nranks, lo, hi);
+  }
   size_t bytes(size_t elems) const { return elems * esize_; }
 
   // Cuts a_.count elements into chunks of `chunkElems`, reserves their global chunk numbers, and

@@ -3,21 +3,13 @@
 #include <algorithm>
 #include <cstring>
 
+#include "ops/collective.h"
 #include "ops/copy.h"
 #include "reduce/kernels.h"
 
 namespace conflux {
 
 namespace {
-
-// Rank r's slice [lo, hi) of `count` elements of `esize` bytes, in whole cache lines.
-void sliceOf(size_t count, size_t esize, int r, int n, size_t& lo, size_t& hi) {
-  const size_t align = std::max<size_t>(1, 64 / esize);
-  size_t per = (count + n - 1) / n;
-  per = (per + align - 1) / align * align;
-  lo = std::min(count, per * r);
-  hi = std::min(count, lo + per);
-}
 
 bool registered(const Context& ctx, int r, uint64_t seq, bool recv) { return ctx.isRegistered(r, seq, recv); }
 
