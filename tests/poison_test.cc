@@ -11,25 +11,12 @@
 #include "common/error.h"
 #include "context.h"
 #include "shm_layout.h"
+#include "two_contexts.h"
 
 namespace conflux {
 namespace {
 
-struct TwoRanks {
-  std::string name = "cfx-poison-test-" + std::to_string(getpid());
-  std::unique_ptr<Context> c[2];
-  TwoRanks() {
-    Layout layout = Layout::fromEnv(2);
-    shm::Segment seg = shm::Segment::create(name, layout.totalBytes());
-    layout.writeHeader(*reinterpret_cast<SegmentHeader*>(seg.data()));
-    shm::Segment other = shm::Segment::open(name);
-    seg.unlink();
-    WaitSettings w;
-    std::vector<pid_t> pids = {getpid(), getpid()};
-    c[0] = std::make_unique<Context>(std::move(seg), 0, pids, w);
-    c[1] = std::make_unique<Context>(std::move(other), 1, pids, w);
-  }
-};
+using TwoRanks = TwoContexts;
 
 TEST(Poison, ReachesTheFailedOperationAndLaterOnes) {
   TwoRanks t;

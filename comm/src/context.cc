@@ -1,5 +1,6 @@
 #include "context.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "common/env.h"
@@ -20,6 +21,14 @@ WaitSettings WaitSettings::fromEnv(int timeoutMsOverride, int localRanks) {
     w.spin = localRanks <= topology::usableCpuCount() ? 2000 : 0;
   } else {
     w.spin = static_cast<int>(std::max<int64_t>(0, env::getInt("CFX_SPIN")));
+  }
+  if (env::getString("CFX_YIELDS") == "auto") {
+    // With more ranks than cores, the rank a wait needs is usually runnable on this core: yielding
+    // hands the core over at once, where a sleep costs a futex wake-up and a reschedule on each
+    // side (an 8 B torch all_reduce at 4 ranks on 2 cores: 47 us with 8 yields, 23-28 us with 1000).
+    w.yields = localRanks <= topology::usableCpuCount() ? 8 : 1000;
+  } else {
+    w.yields = static_cast<int>(std::max<int64_t>(0, env::getInt("CFX_YIELDS")));
   }
   double seconds = env::getDouble("CFX_TIMEOUT");
   if (seconds <= 0) throw Error(Status::kInvalidArgument, "CFX_TIMEOUT must be positive");
@@ -150,11 +159,18 @@ void Context::finishOp(uint64_t seq) {
 }
 
 bool Context::allFinished(uint64_t seq, std::vector<int>* lagging) const {
+  if (lagging == nullptr && seq <= finishedByAll_.load(std::memory_order_relaxed)) return true;
   bool all = true;
+  uint64_t lowest = UINT64_MAX;
   for (int r = 0; r < size_ && (all || lagging); ++r) {
-    if (control(r).finished.load(std::memory_order_acquire) >= seq) continue;
+    const uint64_t f = control(r).finished.load(std::memory_order_acquire);
+    lowest = std::min(lowest, f);
+    if (f >= seq) continue;
     all = false;
     if (lagging) lagging->push_back(r);
+  }
+  if (all && lowest > finishedByAll_.load(std::memory_order_relaxed)) {
+    finishedByAll_.store(lowest, std::memory_order_relaxed);  // one thread runs this context's work
   }
   return all;
 }

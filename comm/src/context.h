@@ -25,6 +25,7 @@ namespace conflux {
 
 struct WaitSettings {
   int spin = 2000;                               // polls before yielding, then sleeping
+  int yields = 8;                                // idle polls that yield the core before sleeping
   std::chrono::milliseconds timeout{300000};     // no progress for this long: kTimeout
   std::chrono::milliseconds livenessPeriod{200}; // how often sleeping waiters check peers
   // A wait whose stall lies on another host waits this much longer than the timeout for a notice
@@ -171,6 +172,9 @@ class Context {
   WaitSettings wait_;
   std::vector<shm::Channel> channels_;
   BufferRegistry registry_;
+  // The lowest operation every rank had finished when last read: allFinished answers from it
+  // without touching the peers' cache lines (their counters only grow).
+  mutable std::atomic<uint64_t> finishedByAll_{0};
   std::vector<int> domainOf_;
   std::vector<std::vector<int>> domainRanks_;
   uint64_t barrierSeq_ = 0;

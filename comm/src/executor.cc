@@ -200,6 +200,7 @@ bool executeBatch(Context& ctx, std::span<const std::unique_ptr<Op>> ops, const 
   // When the batch last moved: read when it first finds nothing to do (no clock read per move).
   Clock::time_point lastProgress{};
   const int spin = ctx.wait().spin;
+  const int yields = ctx.wait().yields;
   const int sleepMs = static_cast<int>(std::clamp<int64_t>(ctx.wait().livenessPeriod.count(), 1, 100));
   const std::function<std::string()> what = [&] { return runner.pending(); };
   int idle = 0;
@@ -238,7 +239,7 @@ bool executeBatch(Context& ctx, std::span<const std::unique_ptr<Op>> ops, const 
       cpuRelax();
       continue;
     }
-    if (limit || idle <= spin + kWaitYields) {  // a limited run yields and never sleeps
+    if (limit || idle <= spin + yields) {  // a limited run yields and never sleeps
       sched_yield();
       continue;
     }

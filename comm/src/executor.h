@@ -2,7 +2,7 @@
 // another in issue order; point-to-point operations all progress together, one at a time per
 // (peer, direction), which is what lets grouped sends and receives complete without deadlock.
 //
-// Waiting: poll CFX_SPIN times, then yield the core a few times, then sleep on this rank's futex
+// Waiting: poll CFX_SPIN times, then yield the core CFX_YIELDS times, then sleep on this rank's futex
 // doorbell until a peer rings it. Sleeping waiters wake periodically to check for abort, a
 // poisoned communicator, dead peers and the timeout.
 #pragma once
@@ -17,9 +17,6 @@
 #include "ops/op.h"
 
 namespace conflux {
-
-// Idle polls that yield the core between spinning and sleeping.
-inline constexpr int kWaitYields = 8;
 
 // How long a bounded run (an eager attempt, engine.h) may go on before it gives the batch back.
 struct RunLimit {

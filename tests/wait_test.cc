@@ -1,0 +1,60 @@
+// How a wait is set up (context.h): the spin and yield counts from CFX_SPIN and CFX_YIELDS, which
+// follow whether the local ranks fit on this process's CPUs; and allFinished, which answers from the
+// lowest counter it last read only while that proves the answer (two ranks' contexts over one
+// real segment).
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <vector>
+
+#include "common/error.h"
+#include "context.h"
+#include "topology/cpus.h"
+#include "two_contexts.h"
+
+namespace conflux {
+namespace {
+
+TEST(WaitSettings, YieldsAndSpinFollowWhetherTheRanksFit) {
+  const int cpus = topology::usableCpuCount();
+  WaitSettings fits = WaitSettings::fromEnv(0, cpus);
+  EXPECT_EQ(fits.spin, 2000);
+  EXPECT_EQ(fits.yields, 8);
+  WaitSettings shared = WaitSettings::fromEnv(0, cpus + 1);
+  EXPECT_EQ(shared.spin, 0);
+  EXPECT_EQ(shared.yields, 1000) << "more ranks than CPUs: a wait hands its core over before it sleeps";
+  setenv("CFX_YIELDS", "3", 1);
+  EXPECT_EQ(WaitSettings::fromEnv(0, cpus + 1).yields, 3);
+  setenv("CFX_YIELDS", "many", 1);
+  try {
+    WaitSettings::fromEnv(0, 1);
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.status(), Status::kInvalidArgument);
+    EXPECT_NE(std::string(e.what()).find("CFX_YIELDS"), std::string::npos) << e.what();
+  }
+  unsetenv("CFX_YIELDS");
+}
+
+TEST(Context, AllFinishedAnswersOnlyWhatEveryRankReached) {
+  TwoContexts t;
+  Context& c = *t.c[0];
+  EXPECT_TRUE(c.allFinished(0));
+  EXPECT_FALSE(c.allFinished(1));
+  t.c[0]->finishOp(5);
+  t.c[1]->finishOp(2);
+  EXPECT_TRUE(c.allFinished(2));   // remembers 2, the lowest, not 5
+  EXPECT_FALSE(c.allFinished(3));  // so rank 1's 2 still answers this
+  std::vector<int> lagging;
+  EXPECT_FALSE(c.allFinished(3, &lagging));
+  EXPECT_EQ(lagging, std::vector<int>{1});
+  t.c[1]->finishOp(4);
+  EXPECT_TRUE(c.allFinished(4));  // read again: rank 1 moved on
+  EXPECT_FALSE(c.allFinished(5));
+  t.c[1]->finishOp(7);
+  EXPECT_TRUE(c.allFinished(5));
+  EXPECT_FALSE(c.allFinished(6));  // rank 0 is at 5
+}
+
+}  // namespace
+}  // namespace conflux
