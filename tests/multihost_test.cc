@@ -18,6 +18,7 @@
 
 #include "coll_case.h"
 #include "harness.h"
+#include "vector_coll_cases.h"
 
 namespace cfxtest {
 namespace {
@@ -113,6 +114,26 @@ TEST(MultiHostP2p, EveryPair) {
       }
     }
   });
+}
+
+// The variable-count collectives across hosts: the one-host suite's cases (vector_coll_cases.h),
+// their sends and receives over the network between hosts.
+TEST(MultiHostVector, ExactOnAStreamInAGroupAndBadArguments) {
+  REQUIRE_LAYOUT(n);
+  runRanks(n, [](Rank& rk) {
+    ASSERT_EQ(alltoallvMatrix(rk), "");
+    ASSERT_EQ(allgathervMatrix(rk), "");
+    ASSERT_EQ(reducescattervMatrix(rk), "");
+    ASSERT_EQ(streamAndGroupCases(rk), "");
+    ASSERT_EQ(invalidArgumentCases(rk), "");
+  });
+}
+
+TEST(MultiHostVector, CountsThatDisagreeFailEveryRankNamingBoth) {
+  REQUIRE_LAYOUT(n);
+  RunOptions o;
+  o.env = {"CFX_TIMEOUT=20"};
+  runRanks(n, [](Rank& rk) { ASSERT_EQ(mismatchCases(rk), ""); }, o);
 }
 
 // Inexact float sums: every rank gets the same bits, and so does a second run.

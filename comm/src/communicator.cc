@@ -297,9 +297,9 @@ std::unique_ptr<Op> Communicator::recorded(std::unique_ptr<Op> op, const flight:
   return op;
 }
 
-std::unique_ptr<Op> Communicator::collective(const CollArgs& a) const {
+std::unique_ptr<Op> Communicator::collective(const CollArgs& a, const char* flightName) const {
   const OpDescriptor d = callDescriptor(a);
-  flight::Call call{collectiveName(d.coll), a.count, d.datatype, d.op, d.root};
+  flight::Call call{flightName ? flightName : collectiveName(d.coll), a.count, d.datatype, d.op, d.root};
   if (!transport_) return recorded(makeCollective(a, tuning_, size()), call);
   const uint32_t callSeq = calls_.fetch_add(1, std::memory_order_relaxed) + 1;
   return recorded(hier::makeHierCollective(a, hier_, callSeq), call);

@@ -51,7 +51,8 @@ class Communicator {
   const topology::Plan& plan() const { return plan_; }
 
   // The operations for a call: shared memory on one host, hierarchical across hosts.
-  std::unique_ptr<Op> collective(const CollArgs& a) const;
+  // `flightName`: what the flight recorder calls it, when not the collective's own name.
+  std::unique_ptr<Op> collective(const CollArgs& a, const char* flightName = nullptr) const;
   std::unique_ptr<Op> send(const void* buf, size_t bytes, int peer) const;
   std::unique_ptr<Op> recv(void* buf, size_t bytes, int peer) const;
 

@@ -170,6 +170,27 @@ CFX_API cfxResult_t cfxReduceScatter(const void* sendbuff, void* recvbuff, size_
 CFX_API cfxResult_t cfxAlltoAll(const void* sendbuff, void* recvbuff, size_t count, cfxDataType_t datatype,
                                 cfxComm_t comm, cfxStream_t stream);
 
+/* Variable-count collectives (MPI's v-forms; counts and displacements in elements, arrays of
+ * one entry per rank, indexed by communicator rank). Every rank checks every rank's counts before
+ * any data moves: counts that disagree between ranks (rank i's sendcounts[j] against rank j's
+ * recvcounts[i]; AllGatherv's and ReduceScatterv's recvcounts on every rank) are cfxInvalidUsage
+ * on every rank, naming both. Zero counts are allowed.
+ * AlltoAllv: rank i sends sendcounts[j] elements from sendbuff + sdispls[j] to rank j, which
+ *   receives them at recvbuff + rdispls[i]; sendbuff and recvbuff may not overlap.
+ * AllGatherv: rank i's sendcount elements land at recvbuff + displs[i] on every rank; sendcount
+ *   must equal recvcounts[rank]; in place: sendbuff == recvbuff + displs[rank].
+ * ReduceScatterv: rank r receives recvcounts[r] elements, reduced from offset
+ *   recvcounts[0] + ... + recvcounts[r-1] of every rank's sendbuff, in rank order (bitwise the
+ *   same on every run); in place: recvbuff == sendbuff + that offset. */
+CFX_API cfxResult_t cfxAlltoAllv(const void* sendbuff, const size_t sendcounts[], const size_t sdispls[],
+                                 void* recvbuff, const size_t recvcounts[], const size_t rdispls[],
+                                 cfxDataType_t datatype, cfxComm_t comm, cfxStream_t stream);
+CFX_API cfxResult_t cfxAllGatherv(const void* sendbuff, size_t sendcount, void* recvbuff, const size_t recvcounts[],
+                                  const size_t displs[], cfxDataType_t datatype, cfxComm_t comm,
+                                  cfxStream_t stream);
+CFX_API cfxResult_t cfxReduceScatterv(const void* sendbuff, void* recvbuff, const size_t recvcounts[],
+                                      cfxDataType_t datatype, cfxRedOp_t op, cfxComm_t comm, cfxStream_t stream);
+
 /* Point to point. Sends and receives between one pair of ranks match in issue order. */
 CFX_API cfxResult_t cfxSend(const void* sendbuff, size_t count, cfxDataType_t datatype, int peer, cfxComm_t comm,
                             cfxStream_t stream);

@@ -1,8 +1,6 @@
 // Entry points for collectives and point-to-point operations: check every argument, then hand
 // the operation to the communicator's engine (or to the open group).
-#include "api/checks.h"
-#include "api/group.h"
-#include "api/handle.h"
+#include "api/entry.h"
 
 using conflux::Coll;
 using conflux::CollArgs;
@@ -11,20 +9,6 @@ using conflux::Status;
 using namespace conflux::api;
 
 namespace {
-
-// Checks what every call shares and returns the communicator size. Inside a group an argument
-// error also fails the group (NCCL's rule).
-// The communicator is held (one reference) for the whole call and handed to the body.
-template <class F>
-cfxResult_t entry(const char* fn, cfxComm_t comm, cfxStream_t stream, F&& body) {
-  cfxResult_t r = guarded(fn, comm, [&] {
-    CommRef ref(comm);
-    checkStream(stream);
-    body(*ref);
-  });
-  if (r != cfxSuccess && inGroup()) groupFail(conflux::Outcome{static_cast<Status>(r), cfxGetLastError(comm)});
-  return r;
-}
 
 std::unique_ptr<conflux::Op> collective(const conflux::Communicator& c, const CollArgs& a) {
   return c.collective(a);

@@ -152,4 +152,19 @@ void submit(cfxComm_t comm, Communicator& impl, cfxStream_t stream, std::unique_
   impl.engine().enqueue(std::move(b), nullptr);
 }
 
+void submitAll(cfxComm_t comm, Communicator& impl, cfxStream_t stream, std::vector<std::unique_ptr<Op>> ops) {
+  if (inGroup()) {
+    for (auto& op : ops) groupAdd(comm, stream, std::move(op));
+    return;
+  }
+  Batch b;
+  b.ops = std::move(ops);
+  if (stream == nullptr) {
+    impl.engine().runBlocking(std::move(b)).raise();
+    return;
+  }
+  b.streams.push_back(static_cast<Stream*>(stream));
+  impl.engine().enqueue(std::move(b), nullptr);
+}
+
 }  // namespace conflux::api

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <memory>
+#include <vector>
 
 #include "conflux/conflux.h"
 #include "ops/op.h"
@@ -26,5 +27,7 @@ void groupEnd();
 // Runs one operation now: blocking for a NULL stream, queued on the stream otherwise (or added to
 // the open group).
 void submit(cfxComm_t comm, Communicator& impl, cfxStream_t stream, std::unique_ptr<Op> op);
+// The same for the operations of one call, which run together as a group's do.
+void submitAll(cfxComm_t comm, Communicator& impl, cfxStream_t stream, std::vector<std::unique_ptr<Op>> ops);
 
 }  // namespace conflux::api

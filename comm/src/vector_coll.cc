@@ -1,0 +1,262 @@
+#include "vector_coll.h"
+
+#include <cstring>
+#include <string>
+
+#include "common/error.h"
+#include "communicator.h"
+#include "reduce/kernels.h"
+
+namespace conflux {
+
+const char* vectorKindName(VectorKind kind) {
+  switch (kind) {
+    case VectorKind::kAlltoAllv:
+      return "AlltoAllv";
+    case VectorKind::kAllGatherv:
+      return "AllGatherv";
+    case VectorKind::kReduceScatterv:
+      return "ReduceScatterv";
+  }
+  return "unknown v-collective";
+}
+
+namespace {
+
+// What the operations of one call share.
+struct State {
+  VectorArgs a;
+  int n = 0;
+  int me = 0;
+  size_t esize = 0;
+  // This rank's line of the check: header, then sendCounts, then recvCounts (2n + 1 words), and
+  // every rank's line after the AllGather.
+  std::vector<uint64_t> line;
+  std::vector<uint64_t> lines;
+  bool agreed = false;
+  std::vector<std::vector<std::byte>> received;  // ReduceScatterv: one block per peer
+
+  size_t width() const { return 2 * static_cast<size_t>(n) + 1; }
+  uint64_t header(int r) const { return lines[r * width()]; }
+  uint64_t sends(int r, int to) const { return lines[r * width() + 1 + to]; }
+  uint64_t expects(int r, int from) const { return lines[r * width() + 1 + n + from]; }
+  const std::byte* sendPtr(int to) const {
+    return static_cast<const std::byte*>(a.send) + a.sendDispls[to] * esize;
+  }
+  std::byte* recvPtr(int from) {
+    if (a.kind == VectorKind::kReduceScatterv) return received[from].data();
+    return static_cast<std::byte*>(a.recv) + a.recvDispls[from] * esize;
+  }
+};
+
+uint64_t headerOf(const VectorArgs& a) {
+  const uint64_t op = a.kind == VectorKind::kReduceScatterv ? static_cast<uint64_t>(a.op) + 1 : 0;
+  return static_cast<uint64_t>(a.kind) | static_cast<uint64_t>(a.datatype) << 8 | op << 16;
+}
+
+std::string describeHeader(uint64_t h) {
+  const auto kind = static_cast<VectorKind>(h & 0xff);
+  const auto type = static_cast<cfxDataType_t>((h >> 8) & 0xff);
+  std::string s = std::string(vectorKindName(kind)) + "(" + reduce::dataTypeName(type);
+  if (const uint64_t op = (h >> 16) & 0xff; op != 0) s += std::string(", ") + reduce::redOpName(static_cast<cfxRedOp_t>(op - 1));
+  return s + ")";
+}
+
+// Every rank runs this on the same lines, so every rank finds the same first disagreement.
+void checkLines(const State& s) {
+  for (int r = 1; r < s.n; ++r) {
+    if (s.header(r) != s.header(0)) {
+      throw Error(Status::kInvalidUsage, "collective mismatch: rank 0 called " + describeHeader(s.header(0)) +
+                                             ", rank " + std::to_string(r) + " called " + describeHeader(s.header(r)));
+    }
+  }
+  const char* name = vectorKindName(s.a.kind);
+  for (int i = 0; i < s.n; ++i) {
+    for (int j = 0; j < s.n; ++j) {
+      const uint64_t sent = s.sends(i, j), expected = s.expects(j, i);
+      if (sent == expected) continue;
+      const std::string ri = "rank " + std::to_string(i), rj = "rank " + std::to_string(j);
+      std::string what;
+      switch (s.a.kind) {
+        case VectorKind::kAlltoAllv:
+          what = ri + " sends " + std::to_string(sent) + " elements to " + rj + " (sendcounts[" + std::to_string(j) +
+                 "]), which expects " + std::to_string(expected) + " (recvcounts[" + std::to_string(i) + "])";
+          break;
+        case VectorKind::kAllGatherv:
+          what = ri + " sends " + std::to_string(sent) + " elements (sendcount), " + rj + " expects " +
+                 std::to_string(expected) + " from it (recvcounts[" + std::to_string(i) + "])";
+          break;
+        case VectorKind::kReduceScatterv:
+          what = ri + " has recvcounts[" + std::to_string(j) + "] = " + std::to_string(sent) + ", " + rj +
+                 " has recvcounts[" + std::to_string(j) + "] = " + std::to_string(expected);
+          break;
+      }
+      throw Error(Status::kInvalidUsage, std::string(name) + " count mismatch: " + what);
+    }
+  }
+}
+
+// 1. The check: an AllGather of every rank's line, then the same verdict on every rank.
+class CheckOp : public Op {
+ public:
+  CheckOp(std::shared_ptr<State> s, std::unique_ptr<Op> gather) : s_(std::move(s)), gather_(std::move(gather)) {
+    flightId = gather_->flightId;
+    gather_->flightId = 0;
+  }
+  bool progress(Context& ctx) override {
+    if (done_) return false;
+    const bool moved = gather_->progress(ctx);
+    if (!gather_->done()) return moved;
+    checkLines(*s_);
+    copyOwnBlock();
+    s_->agreed = true;
+    done_ = true;
+    return true;
+  }
+  bool done() const override { return done_; }
+  std::string describe(const Context& ctx) const override {
+    return std::string(vectorKindName(s_->a.kind)) + ": checking every rank's counts: " + gather_->describe(ctx);
+  }
+  void waitingOn(const Context& ctx, std::vector<int>& ranks) const override { gather_->waitingOn(ctx, ranks); }
+  void waitingAcross(std::vector<int>& ranks) const override { gather_->waitingAcross(ranks); }
+  std::string crossedCall() const override { return gather_->crossedCall(); }
+  uint32_t callSeq() const override { return gather_->callSeq(); }
+
+ private:
+  void copyOwnBlock() {
+    State& s = *s_;
+    if (s.a.kind == VectorKind::kReduceScatterv) return;  // the reduction reads it where it is
+    const size_t bytes = s.a.sendCounts[s.me] * s.esize;
+    std::byte* to = s.recvPtr(s.me);
+    const std::byte* from = s.sendPtr(s.me);
+    if (bytes > 0 && to != from) std::memmove(to, from, bytes);
+  }
+
+  std::shared_ptr<State> s_;
+  std::unique_ptr<Op> gather_;
+  bool done_ = false;
+};
+
+// 2. A Send or Recv of the call, held until the check has passed.
+class HeldOp : public Op {
+ public:
+  HeldOp(std::shared_ptr<State> s, std::unique_ptr<Op> inner) : s_(std::move(s)), inner_(std::move(inner)) {
+    flightId = inner_->flightId;
+    inner_->flightId = 0;
+  }
+  bool progress(Context& ctx) override { return s_->agreed && inner_->progress(ctx); }
+  bool done() const override { return inner_->done(); }
+  std::string describe(const Context& ctx) const override {
+    std::string s = std::string(vectorKindName(s_->a.kind)) + ": " + inner_->describe(ctx);
+    return s_->agreed ? s : s + ", held until every rank's counts are checked";
+  }
+  void waitingOn(const Context& ctx, std::vector<int>& ranks) const override {
+    if (s_->agreed) inner_->waitingOn(ctx, ranks);
+  }
+  void waitingAcross(std::vector<int>& ranks) const override {
+    if (s_->agreed) inner_->waitingAcross(ranks);
+  }
+  bool isPointToPoint() const override { return true; }
+  int peer() const override { return inner_->peer(); }
+  bool isSend() const override { return inner_->isSend(); }
+  uint32_t callSeq() const override { return inner_->callSeq(); }
+
+ private:
+  std::shared_ptr<State> s_;
+  std::unique_ptr<Op> inner_;
+};
+
+// 3. ReduceScatterv's reduction of this rank's block, once every block has arrived.
+class ReduceReceivedOp : public Op {
+ public:
+  ReduceReceivedOp(std::shared_ptr<State> s, std::vector<const Op*> recvs) : s_(std::move(s)), recvs_(std::move(recvs)) {}
+  bool progress(Context& /*ctx*/) override {
+    if (done_ || !s_->agreed) return false;
+    for (const Op* r : recvs_) {
+      if (!r->done()) return false;
+    }
+    State& s = *s_;
+    const size_t count = s.a.recvCounts[s.me];
+    if (count > 0) {
+      std::vector<const void*> srcs(s.n);
+      std::vector<std::byte> own;
+      const std::byte* mine = s.sendPtr(s.me);
+      if (mine == s.a.recv) {  // in place: the kernel's output may not alias an input
+        own.assign(mine, mine + count * s.esize);
+        mine = own.data();
+      }
+      for (int r = 0; r < s.n; ++r) srcs[r] = r == s.me ? mine : s.received[r].data();
+      reduce::reduce(s.a.recv, srcs.data(), s.n, count, s.a.datatype, s.a.op, s.n);
+    }
+    done_ = true;
+    return true;
+  }
+  bool done() const override { return done_; }
+  std::string describe(const Context& ctx) const override {
+    std::string s = "ReduceScatterv: reducing once every block arrived; waiting for:";
+    for (const Op* r : recvs_) {
+      if (!r->done()) s += " " + r->describe(ctx) + ";";
+    }
+    return s;
+  }
+  void waitingOn(const Context& ctx, std::vector<int>& ranks) const override {
+    for (const Op* r : recvs_) {
+      if (!r->done()) r->waitingOn(ctx, ranks);
+    }
+  }
+  void waitingAcross(std::vector<int>& ranks) const override {
+    for (const Op* r : recvs_) {
+      if (!r->done()) r->waitingAcross(ranks);
+    }
+  }
+
+ private:
+  std::shared_ptr<State> s_;
+  std::vector<const Op*> recvs_;
+  bool done_ = false;
+};
+
+}  // namespace
+
+std::vector<std::unique_ptr<Op>> makeVectorCollective(const Communicator& comm, VectorArgs args) {
+  auto s = std::make_shared<State>();
+  s->n = comm.size();
+  s->me = comm.rank();
+  s->esize = reduce::dataTypeSize(args.datatype);
+  s->a = std::move(args);
+  const int n = s->n, me = s->me;
+  s->line.reserve(s->width());
+  s->line.push_back(headerOf(s->a));
+  for (int r = 0; r < n; ++r) s->line.push_back(s->a.sendCounts[r]);
+  for (int r = 0; r < n; ++r) s->line.push_back(s->a.recvCounts[r]);
+  s->lines.resize(s->width() * n);
+  if (s->a.kind == VectorKind::kReduceScatterv) {
+    s->received.resize(n);
+    for (int r = 0; r < n; ++r) {
+      if (r != me) s->received[r].resize(s->a.recvCounts[r] * s->esize);
+    }
+  }
+
+  std::vector<std::unique_ptr<Op>> ops;
+  CollArgs gather{Coll::kAllGather, s->line.data(), s->lines.data(), s->width(), cfxUint64, cfxSum, -1};
+  ops.push_back(std::make_unique<CheckOp>(s, comm.collective(gather, vectorKindName(s->a.kind))));
+  // Sends to the next ranks in ring order and receives from the previous ones, so that not every
+  // rank starts with rank 0; they all progress together (one per peer and direction).
+  std::vector<const Op*> recvs;
+  for (int k = 1; k < n; ++k) {
+    const int to = (me + k) % n;
+    const size_t bytes = s->a.sendCounts[to] * s->esize;
+    if (bytes > 0) ops.push_back(std::make_unique<HeldOp>(s, comm.send(s->sendPtr(to), bytes, to)));
+  }
+  for (int k = 1; k < n; ++k) {
+    const int from = (me - k + n) % n;
+    const size_t bytes = s->a.recvCounts[from] * s->esize;
+    if (bytes == 0) continue;
+    ops.push_back(std::make_unique<HeldOp>(s, comm.recv(s->recvPtr(from), bytes, from)));
+    recvs.push_back(ops.back().get());
+  }
+  if (s->a.kind == VectorKind::kReduceScatterv) ops.push_back(std::make_unique<ReduceReceivedOp>(s, std::move(recvs)));
+  return ops;
+}
+
+}  // namespace conflux
