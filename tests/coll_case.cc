@@ -26,6 +26,7 @@ std::string runCase(const Rank& rk, C c, cfxDataType_t t, cfxRedOp_t op, size_t 
     case C::kReduceScatter: res = cfxReduceScatter(sp, rp, count, t, op, rk.comm, nullptr); break;
     case C::kAlltoAll: res = cfxAlltoAll(sp, rp, count, t, rk.comm, nullptr); break;
     case C::kSendRecv: break;
+    case C::kAlltoAllv: break;
   }
   if (res != cfxSuccess) return what + " returned " + cfxGetErrorString(res) + ": " + cfxGetLastError(rk.comm);
   std::string why;

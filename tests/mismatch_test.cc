@@ -136,6 +136,7 @@ std::vector<uint8_t> expectedOutput(const Call& c, int me, int n) {
       }
       break;
     case C::kSendRecv: break;
+    case C::kAlltoAllv: break;
   }
   return out;
 }
@@ -149,6 +150,7 @@ cfxResult_t issue(const Call& c, const void* send, void* recv, cfxComm_t comm, c
     case C::kReduceScatter: return cfxReduceScatter(send, recv, c.count, c.type, c.op, comm, stream);
     case C::kAlltoAll: return cfxAlltoAll(send, recv, c.count, c.type, comm, stream);
     case C::kSendRecv: break;
+    case C::kAlltoAllv: break;
   }
   return cfxInternalError;
 }

@@ -239,6 +239,24 @@ std::string streamAndGroupCases(const Rank& rk) {
   std::string e = runAlltoAllv(rk, rk.comm, cfxFloat32, 2, stream);
   if (e.empty()) e = runAllGatherv(rk, rk.comm, cfxBfloat16, 3, true, stream);
   if (e.empty()) e = runReduceScatterv(rk, rk.comm, cfxInt32, cfxSum, 2, false, stream);
+  if (e.empty() && rk.nranks > 1) {
+    // Stream order: the AllGatherv reads what the Recv before it on the stream wrote.
+    const int n = rk.nranks, me = rk.rank;
+    int32_t token = 100 + me, in = -1;
+    std::vector<int32_t> out(n, -1);
+    std::vector<size_t> ones(n, 1), at(n);
+    std::iota(at.begin(), at.end(), size_t{0});
+    cfxGroupStart();
+    cfxSend(&token, 1, cfxInt32, (me + 1) % n, rk.comm, stream);
+    cfxRecv(&in, 1, cfxInt32, (me + n - 1) % n, rk.comm, stream);
+    cfxGroupEnd();
+    cfxResult_t r = cfxAllGatherv(&in, 1, out.data(), ones.data(), at.data(), cfxInt32, rk.comm, stream);
+    if (r == cfxSuccess) r = cfxStreamSynchronize(stream);
+    if (r != cfxSuccess) e = failed("AllGatherv after a Recv: ", r, rk.comm);
+    for (int q = 0; q < n && e.empty(); ++q) {
+      if (out[q] != 100 + (q + n - 1) % n) e = "AllGatherv after a Recv: block " + std::to_string(q) + " holds " + std::to_string(out[q]);
+    }
+  }
   cfxStreamDestroy(stream);
   if (!e.empty()) return "on a stream: " + e;
 

@@ -305,9 +305,10 @@ std::unique_ptr<Op> Communicator::collective(const CollArgs& a, const char* flig
   return recorded(hier::makeHierCollective(a, hier_, callSeq), call);
 }
 
-std::unique_ptr<Op> Communicator::send(const void* buf, size_t bytes, int peer) const {
+std::unique_ptr<Op> Communicator::send(const void* buf, size_t bytes, int peer, bool ofCollective) const {
   flight::Call call{"Send", bytes, -1, -1, peer, true, false};
-  if (!transport_) return recorded(makeSend(buf, bytes, peer, -1, peer != rank() && tuning_.p2pSingleCopy(bytes)), call);
+  const bool single = ofCollective ? tuning_.collectiveSingleCopy(bytes) : tuning_.p2pSingleCopy(bytes);
+  if (!transport_) return recorded(makeSend(buf, bytes, peer, -1, peer != rank() && single), call);
   return recorded(hier::makeHierSend(hier_, buf, bytes, peer), call);
 }
 

@@ -53,7 +53,9 @@ class Communicator {
   // The operations for a call: shared memory on one host, hierarchical across hosts.
   // `flightName`: what the flight recorder calls it, when not the collective's own name.
   std::unique_ptr<Op> collective(const CollArgs& a, const char* flightName = nullptr) const;
-  std::unique_ptr<Op> send(const void* buf, size_t bytes, int peer) const;
+  // `ofCollective`: a block of a v-collective, which takes the single copy as AlltoAll does
+  // (CFX_CMA, CFX_CMA_MIN_BYTES) rather than as Send does (CFX_P2P_CMA_MIN_BYTES).
+  std::unique_ptr<Op> send(const void* buf, size_t bytes, int peer, bool ofCollective = false) const;
   std::unique_ptr<Op> recv(void* buf, size_t bytes, int peer) const;
 
   // Makes every pending and future operation fail with kAborted (callable from any thread).

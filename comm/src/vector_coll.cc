@@ -6,6 +6,7 @@
 #include "common/error.h"
 #include "communicator.h"
 #include "reduce/kernels.h"
+#include "shm_layout.h"
 
 namespace conflux {
 
@@ -29,17 +30,33 @@ struct State {
   int n = 0;
   int me = 0;
   size_t esize = 0;
-  // This rank's line of the check: header, then sendCounts, then recvCounts (2n + 1 words), and
-  // every rank's line after the AllGather.
+  // This rank's line of the check: header, then sendCounts, then recvCounts (2n + 1 words), then
+  // room for this rank's whole input when it is small (the blocks it sends, back to back in rank
+  // order): a line fills one latency-path mailbox. Every rank's line after the AllGather.
   std::vector<uint64_t> line;
   std::vector<uint64_t> lines;
   bool agreed = false;
+  // Every rank's input travelled in the check: the blocks are read from `lines`, no Send/Recv.
+  bool inLines = false;
   std::vector<std::vector<std::byte>> received;  // ReduceScatterv: one block per peer
 
-  size_t width() const { return 2 * static_cast<size_t>(n) + 1; }
+  size_t countWords() const { return 2 * static_cast<size_t>(n) + 1; }
+  size_t dataWords() const { return kMailboxBytes / 8 > countWords() ? kMailboxBytes / 8 - countWords() : 0; }
+  size_t width() const { return countWords() + dataWords(); }
   uint64_t header(int r) const { return lines[r * width()]; }
   uint64_t sends(int r, int to) const { return lines[r * width() + 1 + to]; }
   uint64_t expects(int r, int from) const { return lines[r * width() + 1 + n + from]; }
+  size_t sendTotal(int r) const {
+    size_t total = 0;
+    for (int to = 0; to < n; ++to) total += sends(r, to);
+    return total;
+  }
+  // In the lines: rank r's block for rank `to`.
+  const std::byte* blockInLines(int r, int to) const {
+    size_t before = 0;
+    for (int j = 0; j < to; ++j) before += sends(r, j);
+    return reinterpret_cast<const std::byte*>(&lines[r * width() + countWords()]) + before * esize;
+  }
   const std::byte* sendPtr(int to) const {
     return static_cast<const std::byte*>(a.send) + a.sendDispls[to] * esize;
   }
@@ -105,11 +122,22 @@ class CheckOp : public Op {
   }
   bool progress(Context& ctx) override {
     if (done_) return false;
+    if (!packed_) {  // when the call runs, not when it was issued (a stream's earlier work may write it)
+      packInput();
+      packed_ = true;
+    }
     const bool moved = gather_->progress(ctx);
     if (!gather_->done()) return moved;
     checkLines(*s_);
-    copyOwnBlock();
-    s_->agreed = true;
+    State& s = *s_;
+    s.inLines = true;
+    for (int r = 0; r < s.n && s.inLines; ++r) s.inLines = s.sendTotal(r) * s.esize <= s.dataWords() * 8;
+    if (s.inLines) {
+      copyFromLines();
+    } else {
+      copyOwnBlock();
+    }
+    s.agreed = true;
     done_ = true;
     return true;
   }
@@ -132,8 +160,33 @@ class CheckOp : public Op {
     if (bytes > 0 && to != from) std::memmove(to, from, bytes);
   }
 
+  // This rank's input into its line, if it fits.
+  void packInput() {
+    State& s = *s_;
+    size_t total = 0;
+    for (int to = 0; to < s.n; ++to) total += s.a.sendCounts[to];
+    if (total * s.esize > s.dataWords() * 8) return;
+    auto* at = reinterpret_cast<std::byte*>(&s.line[s.countWords()]);
+    for (int to = 0; to < s.n; ++to) {
+      const size_t bytes = s.a.sendCounts[to] * s.esize;
+      if (bytes > 0) std::memcpy(at, s.sendPtr(to), bytes);
+      at += bytes;
+    }
+  }
+
+  // Every block for this rank, from the lines (ReduceScatterv reduces them itself).
+  void copyFromLines() {
+    State& s = *s_;
+    if (s.a.kind == VectorKind::kReduceScatterv) return;
+    for (int r = 0; r < s.n; ++r) {
+      const size_t bytes = s.a.recvCounts[r] * s.esize;
+      if (bytes > 0) std::memcpy(s.recvPtr(r), s.blockInLines(r, s.me), bytes);
+    }
+  }
+
   std::shared_ptr<State> s_;
   std::unique_ptr<Op> gather_;
+  bool packed_ = false;
   bool done_ = false;
 };
 
@@ -144,17 +197,17 @@ class HeldOp : public Op {
     flightId = inner_->flightId;
     inner_->flightId = 0;
   }
-  bool progress(Context& ctx) override { return s_->agreed && inner_->progress(ctx); }
-  bool done() const override { return inner_->done(); }
+  bool progress(Context& ctx) override { return s_->agreed && !s_->inLines && inner_->progress(ctx); }
+  bool done() const override { return s_->inLines || inner_->done(); }
   std::string describe(const Context& ctx) const override {
     std::string s = std::string(vectorKindName(s_->a.kind)) + ": " + inner_->describe(ctx);
     return s_->agreed ? s : s + ", held until every rank's counts are checked";
   }
   void waitingOn(const Context& ctx, std::vector<int>& ranks) const override {
-    if (s_->agreed) inner_->waitingOn(ctx, ranks);
+    if (s_->agreed && !s_->inLines) inner_->waitingOn(ctx, ranks);
   }
   void waitingAcross(std::vector<int>& ranks) const override {
-    if (s_->agreed) inner_->waitingAcross(ranks);
+    if (s_->agreed && !s_->inLines) inner_->waitingAcross(ranks);
   }
   bool isPointToPoint() const override { return true; }
   int peer() const override { return inner_->peer(); }
@@ -181,11 +234,15 @@ class ReduceReceivedOp : public Op {
       std::vector<const void*> srcs(s.n);
       std::vector<std::byte> own;
       const std::byte* mine = s.sendPtr(s.me);
-      if (mine == s.a.recv) {  // in place: the kernel's output may not alias an input
-        own.assign(mine, mine + count * s.esize);
-        mine = own.data();
+      if (s.inLines) {
+        for (int r = 0; r < s.n; ++r) srcs[r] = s.blockInLines(r, s.me);
+      } else {
+        if (mine == s.a.recv) {  // in place: the kernel's output may not alias an input
+          own.assign(mine, mine + count * s.esize);
+          mine = own.data();
+        }
+        for (int r = 0; r < s.n; ++r) srcs[r] = r == s.me ? mine : s.received[r].data();
       }
-      for (int r = 0; r < s.n; ++r) srcs[r] = r == s.me ? mine : s.received[r].data();
       reduce::reduce(s.a.recv, srcs.data(), s.n, count, s.a.datatype, s.a.op, s.n);
     }
     done_ = true;
@@ -229,6 +286,7 @@ std::vector<std::unique_ptr<Op>> makeVectorCollective(const Communicator& comm, 
   s->line.push_back(headerOf(s->a));
   for (int r = 0; r < n; ++r) s->line.push_back(s->a.sendCounts[r]);
   for (int r = 0; r < n; ++r) s->line.push_back(s->a.recvCounts[r]);
+  s->line.resize(s->width(), 0);
   s->lines.resize(s->width() * n);
   if (s->a.kind == VectorKind::kReduceScatterv) {
     s->received.resize(n);
@@ -246,7 +304,7 @@ std::vector<std::unique_ptr<Op>> makeVectorCollective(const Communicator& comm, 
   for (int k = 1; k < n; ++k) {
     const int to = (me + k) % n;
     const size_t bytes = s->a.sendCounts[to] * s->esize;
-    if (bytes > 0) ops.push_back(std::make_unique<HeldOp>(s, comm.send(s->sendPtr(to), bytes, to)));
+    if (bytes > 0) ops.push_back(std::make_unique<HeldOp>(s, comm.send(s->sendPtr(to), bytes, to, true)));
   }
   for (int k = 1; k < n; ++k) {
     const int from = (me - k + n) % n;

@@ -55,6 +55,7 @@ std::string runGpuCase(cfxCudaComm_t cc, cudaStream_t s, const Rank& rk, CollKin
     case CollKind::kReduceScatter: r = cfxCudaReduceScatter(sp, rp, count, t, op, cc, s); break;
     case CollKind::kAlltoAll: r = cfxCudaAlltoAll(sp, rp, count, t, cc, s); break;
     case CollKind::kSendRecv: break;
+    case CollKind::kAlltoAllv: break;
   }
   std::string err;
   if (r != cfxSuccess) err = what + ": " + cfxCudaGetLastError(cc);

@@ -32,6 +32,7 @@ Coll staged(CollKind c) {
     case CollKind::kReduceScatter: return Coll::kReduceScatter;
     case CollKind::kAlltoAll: return Coll::kAlltoAll;
     case CollKind::kSendRecv: break;
+    case CollKind::kAlltoAllv: break;
   }
   return Coll::kSend;
 }

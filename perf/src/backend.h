@@ -12,7 +12,7 @@
 
 namespace cfxperf {
 
-enum class Coll { kAllReduce, kAllGather, kReduceScatter, kAlltoAll, kBroadcast, kReduce, kSendRecv };
+enum class Coll { kAllReduce, kAllGather, kReduceScatter, kAlltoAll, kBroadcast, kReduce, kSendRecv, kAlltoAllv };
 
 struct OpArgs {
   Coll coll;
@@ -23,6 +23,11 @@ struct OpArgs {
   cfxRedOp_t op;
   int root;
   bool inPlace;
+  // AlltoAllv: elements to and from each rank and their displacements (cfxtest::alltoallvBlock).
+  const size_t* sendCounts = nullptr;
+  const size_t* sendDispls = nullptr;
+  const size_t* recvCounts = nullptr;
+  const size_t* recvDispls = nullptr;
 };
 
 class Backend {

@@ -67,6 +67,7 @@ class ConfluxBackend : public Backend {
   int rank() const override { return rank_; }
   int size() const override { return size_; }
   bool supports(Coll c, cfxDataType_t, cfxRedOp_t) const override {
+    if (onDevice() && c == Coll::kAlltoAllv) return false;  // the staged GPU path has no AlltoAllv
     return !(onDevice() && c == Coll::kSendRecv && size_ == 1);  // a staged send to oneself would wait for itself
   }
 
@@ -110,6 +111,10 @@ class ConfluxBackend : public Backend {
         check(cfxGroupEnd(), comm_, "cfxGroupEnd");
         break;
       }
+      case Coll::kAlltoAllv:
+        check(cfxAlltoAllv(a.send, a.sendCounts, a.sendDispls, a.recv, a.recvCounts, a.recvDispls, a.type, comm_, s),
+              comm_, "cfxAlltoAllv");
+        break;
     }
   }
 
@@ -165,6 +170,7 @@ class ConfluxBackend : public Backend {
         }
         break;
       }
+      case Coll::kAlltoAllv: break;  // not supported (supports())
     }
   }
   cfxCudaComm_t cuda_ = nullptr;

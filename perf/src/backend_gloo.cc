@@ -82,7 +82,7 @@ class GlooBackend : public Backend {
   int size() const override { return size_; }
 
   bool supports(Coll c, cfxDataType_t t, cfxRedOp_t op) const override {
-    if (c == Coll::kReduceScatter) return false;
+    if (c == Coll::kReduceScatter || c == Coll::kAlltoAllv) return false;
     if (t == cfxBfloat16 || t == cfxFloat8e4m3 || t == cfxFloat8e5m2) return false;
     bool reduces = c == Coll::kAllReduce || c == Coll::kReduce;
     return !reduces || op != cfxAvg;
@@ -170,6 +170,7 @@ class GlooBackend : public Backend {
         break;
       }
       case Coll::kReduceScatter: throw std::runtime_error("gloo backend: no reduce-scatter");
+      case Coll::kAlltoAllv: throw std::runtime_error("gloo backend: no alltoallv");
     }
   }
 

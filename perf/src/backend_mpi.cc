@@ -5,6 +5,7 @@
 #include <cstring>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "backend.h"
 
@@ -94,6 +95,17 @@ class MpiBackend : public Backend {
         }
         break;
       case Coll::kAlltoAll: check(MPI_Alltoall(in, n, dt, a.recv, n, dt, w), "MPI_Alltoall"); break;
+      case Coll::kAlltoAllv: {
+        std::vector<int> sc(size_), sd(size_), rc(size_), rd(size_);
+        for (int r = 0; r < size_; ++r) {
+          sc[r] = static_cast<int>(a.sendCounts[r]);
+          sd[r] = static_cast<int>(a.sendDispls[r]);
+          rc[r] = static_cast<int>(a.recvCounts[r]);
+          rd[r] = static_cast<int>(a.recvDispls[r]);
+        }
+        check(MPI_Alltoallv(a.send, sc.data(), sd.data(), dt, a.recv, rc.data(), rd.data(), dt, w), "MPI_Alltoallv");
+        break;
+      }
       case Coll::kSendRecv: {
         int next = (rank_ + 1) % size_, prev = (rank_ + size_ - 1) % size_;
         check(MPI_Sendrecv(a.send, n, dt, next, 0, a.recv, n, dt, prev, 0, w, MPI_STATUS_IGNORE), "MPI_Sendrecv");

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "backend.h"
+#include "reference.h"
 
 namespace cfxperf {
 
@@ -70,6 +71,17 @@ class NcclBackend : public Backend {
         ok(ncclGroupStart(), "ncclGroupStart");
         ok(ncclSend(a.send, a.count, t, next, c, stream_), "ncclSend");
         ok(ncclRecv(a.recv, a.count, t, prev, c, stream_), "ncclRecv");
+        ok(ncclGroupEnd(), "ncclGroupEnd");
+        break;
+      }
+      case Coll::kAlltoAllv: {  // NCCL has none: what its users write, a group of sends and receives
+        const size_t es = cfxtest::typeSize(a.type);
+        ok(ncclGroupStart(), "ncclGroupStart");
+        for (int r = 0; r < size_; ++r) {
+          const auto* in = static_cast<const char*>(a.send) + a.sendDispls[r] * es;
+          ok(ncclSend(in, a.sendCounts[r], t, r, c, stream_), "ncclSend");
+          ok(ncclRecv(static_cast<char*>(a.recv) + a.recvDispls[r] * es, a.recvCounts[r], t, r, c, stream_), "ncclRecv");
+        }
         ok(ncclGroupEnd(), "ncclGroupEnd");
         break;
       }

@@ -17,7 +17,7 @@ int main(int argc, char** argv) {
       {"all_reduce_perf", cfxperf::Coll::kAllReduce},   {"all_gather_perf", cfxperf::Coll::kAllGather},
       {"reduce_scatter_perf", cfxperf::Coll::kReduceScatter}, {"alltoall_perf", cfxperf::Coll::kAlltoAll},
       {"broadcast_perf", cfxperf::Coll::kBroadcast},    {"reduce_perf", cfxperf::Coll::kReduce},
-      {"sendrecv_perf", cfxperf::Coll::kSendRecv},
+      {"sendrecv_perf", cfxperf::Coll::kSendRecv},      {"alltoallv_perf", cfxperf::Coll::kAlltoAllv},
   };
   for (const auto& e : kEntries) {
     if (name.rfind(e.prefix, 0) == 0) return cfxperf::runPerf(e.coll, argc, argv);

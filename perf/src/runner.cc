@@ -31,6 +31,7 @@ cfxtest::CollKind kindOf(Coll c) {
     case Coll::kBroadcast: return cfxtest::CollKind::kBroadcast;
     case Coll::kReduce: return cfxtest::CollKind::kReduce;
     case Coll::kSendRecv: return cfxtest::CollKind::kSendRecv;
+    case Coll::kAlltoAllv: return cfxtest::CollKind::kAlltoAllv;
   }
   return cfxtest::CollKind::kAllReduce;
 }
@@ -38,7 +39,9 @@ cfxtest::CollKind kindOf(Coll c) {
 bool hasOp(Coll c) { return c == Coll::kAllReduce || c == Coll::kReduceScatter || c == Coll::kReduce; }
 bool hasRoot(Coll c) { return c == Coll::kBroadcast || c == Coll::kReduce; }
 // Collectives whose "size" is the whole n-block buffer (nccl-tests' convention).
-bool blockwise(Coll c) { return c == Coll::kAllGather || c == Coll::kReduceScatter || c == Coll::kAlltoAll; }
+bool blockwise(Coll c) {
+  return c == Coll::kAllGather || c == Coll::kReduceScatter || c == Coll::kAlltoAll || c == Coll::kAlltoAllv;
+}
 
 // nccl-tests' bus bandwidth factors (doc/PERFORMANCE.md).
 double busFactor(Coll c, int n) {
@@ -46,7 +49,8 @@ double busFactor(Coll c, int n) {
     case Coll::kAllReduce: return 2.0 * (n - 1) / n;
     case Coll::kAllGather:
     case Coll::kReduceScatter:
-    case Coll::kAlltoAll: return static_cast<double>(n - 1) / n;
+    case Coll::kAlltoAll:
+    case Coll::kAlltoAllv: return static_cast<double>(n - 1) / n;
     default: return 1.0;
   }
 }
@@ -189,6 +193,10 @@ class Perf {
     for (bool inPlace : {false, true}) {
       Result& r = inPlace ? row.in : row.out;
       if (count == 0) continue;
+      if (inPlace && c_ == Coll::kAlltoAllv) {  // no in-place form (Conflux's, as NCCL's v-less API)
+        r.skipped = true;
+        continue;
+      }
       if (c_ == Coll::kSendRecv && inPlace) {  // nccl-tests' sendrecv has no in-place variant
         r = row.out;
         continue;
@@ -201,6 +209,10 @@ class Perf {
           cfxtest::makeCall(kindOf(c_), pat, me_, n_, std::max(root, 0), count, inPlace);
       Mirror mirror(dev_, buf);
       OpArgs a{c_, mirror.sendPtr(), mirror.recvPtr(), count, t, op, std::max(root, 0), inPlace};
+      a.sendCounts = buf.sendCounts.data();
+      a.sendDispls = buf.sendDispls.data();
+      a.recvCounts = buf.recvCounts.data();
+      a.recvDispls = buf.recvDispls.data();
       for (int i = 0; i < o_.warmup; ++i) b_.run(a, o_.blocking);
       b_.sync();
       barrier();

@@ -154,6 +154,10 @@ def reductions(dtype, gloo):
             gok = on_gloo(f"reduce_scatter(list) {name}", dtype,
                           lambda: dist.reduce_scatter(gout2, parts, op=op, group=gloo))
             check(f"reduce_scatter(list) {tag}", out2, want, gout2 if gok else None, f"reduce_scatter(list) {name}")
+            # uneven (cfxReduceScatterv): rank p's block has n + p elements (reference only)
+            out3 = torch.empty(n + RANK, dtype=dtype)
+            dist.reduce_scatter(out3, [small(RANK, n + p, dtype, kind) for p in range(N)], op=op)
+            check(f"reduce_scatter(list) uneven {tag}", out3, reference(base, dtype, n + RANK, kind, factor))
         # coalesced forms (the fast paths of _coalescing_manager)
         a, b = small(RANK, n, dtype), small(RANK, n + 3, dtype)
         with dist._coalescing_manager(device=torch.device("cpu")):
@@ -189,6 +193,11 @@ def movement(dtype, gloo):
         gok = on_gloo("all_gather", dtype, lambda: dist.all_gather(gouts, x, group=gloo))
         for r in range(N):
             check(f"all_gather {tag} block {r}", outs[r], want[r], gouts[r] if gok else None, "all_gather")
+        # uneven (cfxAllGatherv): rank r gives n + r elements (reference only)
+        outs = [torch.empty(n + r, dtype=dtype) for r in range(N)]
+        dist.all_gather(outs, rand_bytes(seed(RANK, 9), n + RANK, dtype))
+        for r in range(N):
+            check(f"all_gather uneven {tag} block {r}", outs[r], rand_bytes(seed(r, 9), n + r, dtype))
         flat, gflat = torch.empty(N * n, dtype=dtype), torch.empty(N * n, dtype=dtype)
         dist.all_gather_into_tensor(flat, x)
         gok = on_gloo("all_gather_into_tensor", dtype, lambda: dist.all_gather_into_tensor(gflat, x, group=gloo))

@@ -6,7 +6,7 @@ namespace cfxtest {
 
 const char* collName(CollKind c) {
   static const char* const k[] = {"AllReduce", "Reduce", "Broadcast", "AllGather", "ReduceScatter", "AlltoAll",
-                                  "SendRecv"};
+                                  "SendRecv", "AlltoAllv"};
   return k[static_cast<int>(c)];
 }
 
@@ -58,6 +58,17 @@ CallBuffers makeCall(CollKind c, const Pattern& p, int rank, int nranks, int roo
   if (c == CollKind::kAllGather) b.recvElems = count * nranks;
   if (c == CollKind::kReduceScatter) b.sendElems = count * nranks;
   if (c == CollKind::kAlltoAll) b.sendElems = b.recvElems = count * nranks;
+  if (c == CollKind::kAlltoAllv) {
+    b.sendElems = b.recvElems = 0;
+    for (int r = 0; r < nranks; ++r) {
+      b.sendDispls.push_back(b.sendElems);
+      b.sendCounts.push_back(alltoallvBlock(count, rank, r));
+      b.sendElems += b.sendCounts.back();
+      b.recvDispls.push_back(b.recvElems);
+      b.recvCounts.push_back(alltoallvBlock(count, r, rank));
+      b.recvElems += b.recvCounts.back();
+    }
+  }
   const size_t es = p.elemSize();
   b.recv.resize(b.recvElems * es + 2 * CallBuffers::kGuard);
   b.send.resize(b.sendElems * es + 1);
@@ -95,6 +106,14 @@ size_t verify(const CallBuffers& b, const Pattern& p, std::string& why) {
     case CollKind::kAlltoAll:
       want.resize(count * n * es);
       for (int r = 0; r < n; ++r) p.fillInput(r, me * count, count, want.data() + r * count * es);
+      break;
+    case CollKind::kAlltoAllv:
+      want.resize(b.recvElems * es);
+      for (int r = 0; r < n; ++r) {
+        size_t from = 0;  // where rank r's block for this rank starts in its input
+        for (int j = 0; j < me; ++j) from += alltoallvBlock(count, r, j);
+        p.fillInput(r, from, b.recvCounts[r], want.data() + b.recvDispls[r] * es);
+      }
       break;
     case CollKind::kSendRecv:
       want.resize(count * es);

@@ -11,7 +11,7 @@
 
 namespace cfxtest {
 
-enum class CollKind { kAllReduce, kReduce, kBroadcast, kAllGather, kReduceScatter, kAlltoAll, kSendRecv };
+enum class CollKind { kAllReduce, kReduce, kBroadcast, kAllGather, kReduceScatter, kAlltoAll, kSendRecv, kAlltoAllv };
 
 const char* collName(CollKind c);
 bool reduces(CollKind c);
@@ -28,7 +28,14 @@ struct CallBuffers {
   const void* sendPtr = nullptr;
   void* recvPtr = nullptr;
   size_t sendElems = 0, recvElems = 0;
+  // AlltoAllv: elements to and from each rank (alltoallvBlock), and their displacements (blocks
+  // back to back in rank order).
+  std::vector<size_t> sendCounts, sendDispls, recvCounts, recvDispls;
 };
+
+// AlltoAllv's block from rank `from` to rank `to` for a call of `count` (the per-rank count of the
+// AlltoAll it stands beside): count/2, count or 3*count/2 elements by pair, count on average.
+inline size_t alltoallvBlock(size_t count, int from, int to) { return count * (1 + (from + 2 * to) % 3) / 2; }
 
 // Allocates the buffers and fills this rank's input from the pattern.
 CallBuffers makeCall(CollKind c, const Pattern& p, int rank, int nranks, int root, size_t count, bool inPlace);

@@ -54,6 +54,13 @@ struct Tuning {
   // Off by default: process_vm_readv moved at most ~7 GB/s on the development machine (a VM, where
   // pinning the pages dominates), below the two-copy ring at every size (perf/RESULTS.md).
   bool p2pSingleCopy(size_t bytes) const { return cma && p2pCmaMinBytes > 0 && bytes >= p2pCmaMinBytes; }
+  // The same for a block of a v-collective (vector_coll.h): from CFX_CMA_MIN_BYTES to
+  // kCmaMaxBlockBytes. AlltoAllv at 2 ranks (alltoallv_perf -z 1, blocks of a quarter to three
+  // quarters of the size, -n 10, CFX_CMA=0 and auto alternated three times, 2026-11-25): 512 KiB
+  // 18 us against 37-38 through the channel; 2 and 8 MiB even. With blocks of up to 16 MiB single
+  // copies, 32 MiB took 6.1-6.7 ms against 4.5-5.0.
+  static constexpr size_t kCmaMaxBlockBytes = 512 << 10;
+  bool collectiveSingleCopy(size_t bytes) const { return cma && bytes >= cmaMinBytes && bytes <= kCmaMaxBlockBytes; }
   // Whether a collective of `bytes` (its larger buffer) that has a zero-copy path may run on
   // registered buffers: it then publishes them and agrees on the path first.
   bool mayRegister(size_t bytes) const { return registered && forced == Algo::kAuto && bytes >= registeredMinBytes; }

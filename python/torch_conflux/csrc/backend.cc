@@ -253,11 +253,16 @@ c10::intrusive_ptr<c10d::Work> ConfluxBackend::reduce_scatter(std::vector<at::Te
   checkSingle(method, outputs);
   TORCH_CHECK(inputs.size() == 1, "conflux reduce_scatter: expects one input list, got ", inputs.size());
   const at::Tensor out = outputs[0];
-  checkList(method, inputs[0], size_, out);
   const std::vector<at::Tensor> list = inputs[0];
   std::vector<at::Tensor> all = list;
   all.push_back(out);
-  if (onCuda(method, all)) return reduceScatterListOnStream(out, list, opts.reduceOp);
+  const bool cuda = onCuda(method, all);
+  if (!cuda && !sameSizes(list, out)) {
+    return enqueue(OpType::REDUCE_SCATTER, "conflux:reduce_scatter", outputs,
+                   {reduceScattervOp(method, out, list, opts.reduceOp)}, method, opts.asyncOp);
+  }
+  checkList(method, list, size_, out);
+  if (cuda) return reduceScatterListOnStream(out, list, opts.reduceOp);
   if (adjacent(list)) {
     return enqueue(OpType::REDUCE_SCATTER, "conflux:reduce_scatter", outputs,
                    {reduceScatterBaseOp(method, out.view(-1), flatView(list, out.numel() * size_), opts.reduceOp)},
@@ -273,6 +278,24 @@ c10::intrusive_ptr<c10d::Work> ConfluxBackend::reduce_scatter(std::vector<at::Te
     return keep(in);
   };
   return enqueue(OpType::REDUCE_SCATTER, "conflux:reduce_scatter", outputs, {std::move(op)}, method, opts.asyncOp);
+}
+
+// Inputs of different sizes (this rank's output as long as its own block): cfxReduceScatterv.
+Op ConfluxBackend::reduceScattervOp(const char* method, const at::Tensor& output, const std::vector<at::Tensor>& list,
+                                    const c10d::ReduceOp& op) {
+  checkDense(method, output);
+  checkUnevenList(method, list, size_, rank_, output);
+  const ReduceSpec spec = reduceOp(method, op, output.scalar_type());
+  const cfxDataType_t dt = reductionType(method, output.scalar_type());
+  std::vector<size_t> counts;
+  for (const auto& t : list) counts.push_back(static_cast<size_t>(t.numel()));
+  return [c = comm_, method, output, list, spec, dt, counts] {
+    std::vector<at::Tensor> flat;
+    for (const auto& t : list) flat.push_back(t.reshape(-1));
+    at::Tensor in = premultiplied(at::cat(flat), spec);
+    c->check(cfxReduceScatterv(ptr(in), ptr(output), counts.data(), dt, spec.op, c->get(), nullptr), method);
+    return keep(in);
+  };
 }
 
 c10::intrusive_ptr<c10d::Work> ConfluxBackend::_reduce_scatter_base(at::Tensor& output, at::Tensor& input,
@@ -340,6 +363,7 @@ Op ConfluxBackend::allgatherBaseOp(const char* method, const at::Tensor& output,
 
 Op ConfluxBackend::allgatherOp(const char* method, const std::vector<at::Tensor>& outputs, const at::Tensor& input) {
   checkDense(method, input);
+  if (!sameSizes(outputs, input)) return allgathervOp(method, outputs, input);
   checkList(method, outputs, size_, input);
   if (adjacent(outputs)) return allgatherBaseOp(method, flatView(outputs, input.numel() * size_), input.view(-1));
   return [c = comm_, method, outputs, input]() -> Finish {
@@ -348,6 +372,30 @@ Op ConfluxBackend::allgatherOp(const char* method, const std::vector<at::Tensor>
     return [outputs, input, flat] {
       for (size_t i = 0; i < outputs.size(); ++i) {
         outputs[i].view(-1).copy_(flat.narrow(0, static_cast<int64_t>(i) * input.numel(), input.numel()));
+      }
+    };
+  };
+}
+
+// Outputs of different sizes (each rank's block as long as its input): cfxAllGatherv into one
+// buffer, then copied out.
+Op ConfluxBackend::allgathervOp(const char* method, const std::vector<at::Tensor>& outputs, const at::Tensor& input) {
+  checkUnevenList(method, outputs, size_, rank_, input);
+  std::vector<size_t> counts, displs;
+  size_t total = 0;
+  for (const auto& t : outputs) {
+    displs.push_back(total);
+    counts.push_back(nbytes(t));
+    total += nbytes(t);
+  }
+  return [c = comm_, method, outputs, input, counts, displs, total]() -> Finish {
+    at::Tensor flat = at::empty({static_cast<int64_t>(total)}, input.options().dtype(at::kByte));
+    c->check(cfxAllGatherv(ptr(input), nbytes(input), ptr(flat), counts.data(), displs.data(), cfxUint8, c->get(),
+                           nullptr),
+             method);
+    return [outputs, flat, counts, displs] {
+      for (size_t i = 0; i < outputs.size(); ++i) {
+        if (counts[i] > 0) std::memcpy(ptr(outputs[i]), static_cast<char*>(ptr(flat)) + displs[i], counts[i]);
       }
     };
   };
@@ -553,14 +601,13 @@ c10::intrusive_ptr<c10d::Work> ConfluxBackend::alltoall_base(at::Tensor& output,
   const Blocks out = alltoallBlocks("output", output, outputSplits, size_);
   TORCH_CHECK(in.count[rank_] == out.count[rank_], "conflux alltoall_base: this rank sends itself ",
               in.count[rank_], " bytes but receives ", out.count[rank_]);
-  std::vector<Op> ops;
-  for (int p = 0; p < size_; ++p) {
-    if (p == rank_) continue;
-    if (in.count[p] > 0) ops.push_back(sendOp(comm_, method, input, in.offset[p], in.count[p], p));
-    if (out.count[p] > 0) ops.push_back(recvOp(comm_, method, output, out.offset[p], out.count[p], p));
-  }
-  ops.push_back(copyOp(output, out.offset[rank_], input, in.offset[rank_], in.count[rank_]));
-  return enqueue(OpType::ALLTOALL_BASE, "conflux:all_to_all_single", {output}, std::move(ops), method, opts.asyncOp);
+  Op op = [c = comm_, output, input, in, out]() -> Finish {
+    c->check(cfxAlltoAllv(ptr(input), in.count.data(), in.offset.data(), ptr(output), out.count.data(),
+                          out.offset.data(), cfxUint8, c->get(), nullptr),
+             "alltoall_base");
+    return [] {};
+  };
+  return enqueue(OpType::ALLTOALL_BASE, "conflux:all_to_all_single", {output}, {std::move(op)}, method, opts.asyncOp);
 }
 
 c10::intrusive_ptr<c10d::Work> ConfluxBackend::alltoall(std::vector<at::Tensor>& outputs,

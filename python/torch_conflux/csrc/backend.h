@@ -106,6 +106,9 @@ class ConfluxBackend : public c10d::Backend {
   // The operations, shared by the plain and the coalesced forms of a method.
   Op allreduceOp(const char* method, const at::Tensor& t, const c10d::ReduceOp& op);
   Op allgatherOp(const char* method, const std::vector<at::Tensor>& outputs, const at::Tensor& input);
+  Op allgathervOp(const char* method, const std::vector<at::Tensor>& outputs, const at::Tensor& input);
+  Op reduceScattervOp(const char* method, const at::Tensor& output, const std::vector<at::Tensor>& list,
+                      const c10d::ReduceOp& op);
   Op allgatherBaseOp(const char* method, const at::Tensor& output, const at::Tensor& input);
   Op reduceScatterBaseOp(const char* method, const at::Tensor& output, const at::Tensor& input,
                          const c10d::ReduceOp& op);

@@ -107,6 +107,25 @@ void checkList(const char* method, const std::vector<at::Tensor>& list, size_t e
   }
 }
 
+bool sameSizes(const std::vector<at::Tensor>& list, const at::Tensor& like) {
+  for (const auto& t : list) {
+    if (t.numel() != like.numel()) return false;
+  }
+  return true;
+}
+
+void checkUnevenList(const char* method, const std::vector<at::Tensor>& list, size_t expected, int own,
+                     const at::Tensor& like) {
+  TORCH_CHECK(list.size() == expected, "conflux ", method, ": expected a list of ", expected,
+              " tensors, got ", list.size());
+  for (const auto& t : list) {
+    checkDense(method, t);
+    checkSameType(method, t, like);
+  }
+  TORCH_CHECK(list[own].numel() == like.numel(), "conflux ", method, ": this rank's own block (", own, ") has ",
+              list[own].numel(), " elements, its tensor ", like.numel());
+}
+
 at::Tensor flatView(const std::vector<at::Tensor>& list, int64_t numel) {
   return at::from_blob(ptr(list[0]), {numel}, [keep = list[0]](void*) {}, list[0].options());
 }

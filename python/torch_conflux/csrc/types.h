@@ -42,6 +42,12 @@ void checkSingle(const char* method, const std::vector<at::Tensor>& tensors);
 void checkSameType(const char* method, const at::Tensor& a, const at::Tensor& b);
 void checkRank(const char* method, const char* what, int64_t rank, int size);
 void checkList(const char* method, const std::vector<at::Tensor>& list, size_t expected, const at::Tensor& like);
+// Whether every tensor of the list has like's number of elements.
+bool sameSizes(const std::vector<at::Tensor>& list, const at::Tensor& like);
+// A list of `expected` dense tensors of like's type whose entry `own` has like's number of elements
+// (the uneven forms of all_gather and reduce_scatter).
+void checkUnevenList(const char* method, const std::vector<at::Tensor>& list, size_t expected, int own,
+                     const at::Tensor& like);
 
 // Bytes of a tensor (data movement sends any dtype as bytes).
 inline size_t nbytes(const at::Tensor& t) { return t.numel() * t.element_size(); }
