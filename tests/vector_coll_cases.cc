@@ -93,6 +93,28 @@ std::string checkGuards(const std::vector<uint8_t>& buf, const std::vector<size_
   return "";
 }
 
+// The call's result, after its stream (if any) has finished it: "" or what failed.
+std::string completed(cfxResult_t r, cfxStream_t stream, cfxComm_t comm, const std::string& what) {
+  if (r == cfxSuccess && stream != nullptr) r = cfxStreamSynchronize(stream);
+  return r == cfxSuccess ? "" : failed(what, r, comm);
+}
+
+// Rank i's block at displs[i] must hold rank i's pattern from first(i); nothing else may be written.
+template <class First>
+std::string checkBlocks(const Pattern& pat, const std::vector<uint8_t>& recv, const std::vector<size_t>& counts,
+                        const std::vector<size_t>& displs, First first, const std::string& what) {
+  const size_t es = pat.elemSize();
+  std::vector<uint8_t> want;
+  for (size_t i = 0; i < counts.size(); ++i) {
+    want.resize(counts[i] * es);
+    pat.fillInput(static_cast<int>(i), first(static_cast<int>(i)), counts[i], want.data());
+    std::string e = compare(recv.data() + displs[i] * es, want.data(), counts[i], pat.type(),
+                            what + "block of rank " + std::to_string(i));
+    if (!e.empty()) return e;
+  }
+  return checkGuards(recv, counts, displs, es, what);
+}
+
 std::string runAlltoAllv(const Rank& rk, cfxComm_t comm, cfxDataType_t t, size_t set, cfxStream_t stream) {
   const int n = rk.nranks, me = rk.rank;
   const Pattern pat(t, cfxSum, n);
@@ -105,16 +127,8 @@ std::string runAlltoAllv(const Rank& rk, cfxComm_t comm, cfxDataType_t t, size_t
   for (int j = 0; j < n; ++j) pat.fillInput(me, firstIndex(me, j, n), sc[j], send.data() + sd[j] * es);
   const std::string what = label("AlltoAllv", t, set, rk);
   cfxResult_t r = cfxAlltoAllv(send.data(), sc.data(), sd.data(), recv.data(), rc.data(), rd.data(), t, comm, stream);
-  if (r == cfxSuccess && stream != nullptr) r = cfxStreamSynchronize(stream);
-  if (r != cfxSuccess) return failed(what, r, comm);
-  std::vector<uint8_t> want;
-  for (int i = 0; i < n; ++i) {
-    want.resize(rc[i] * es);
-    pat.fillInput(i, firstIndex(i, me, n), rc[i], want.data());
-    std::string e = compare(recv.data() + rd[i] * es, want.data(), rc[i], t, what + "block from rank " + std::to_string(i));
-    if (!e.empty()) return e;
-  }
-  return checkGuards(recv, rc, rd, es, what);
+  if (std::string e = completed(r, stream, comm, what); !e.empty()) return e;
+  return checkBlocks(pat, recv, rc, rd, [&](int i) { return firstIndex(i, me, n); }, what);
 }
 
 std::string runAllGatherv(const Rank& rk, cfxComm_t comm, cfxDataType_t t, size_t set, bool inPlace,
@@ -135,16 +149,8 @@ std::string runAllGatherv(const Rank& rk, cfxComm_t comm, cfxDataType_t t, size_
   }
   const std::string what = label(inPlace ? "AllGatherv in place" : "AllGatherv", t, set, rk);
   cfxResult_t r = cfxAllGatherv(sendbuff, counts[me], recv.data(), counts.data(), displs.data(), t, comm, stream);
-  if (r == cfxSuccess && stream != nullptr) r = cfxStreamSynchronize(stream);
-  if (r != cfxSuccess) return failed(what, r, comm);
-  std::vector<uint8_t> want;
-  for (int i = 0; i < n; ++i) {
-    want.resize(counts[i] * es);
-    pat.fillInput(i, firstIndex(i, i, n), counts[i], want.data());
-    std::string e = compare(recv.data() + displs[i] * es, want.data(), counts[i], t, what + "block of rank " + std::to_string(i));
-    if (!e.empty()) return e;
-  }
-  return checkGuards(recv, counts, displs, es, what);
+  if (std::string e = completed(r, stream, comm, what); !e.empty()) return e;
+  return checkBlocks(pat, recv, counts, displs, [&](int i) { return firstIndex(i, i, n); }, what);
 }
 
 std::string runReduceScatterv(const Rank& rk, cfxComm_t comm, cfxDataType_t t, cfxRedOp_t op, size_t set,
@@ -162,8 +168,7 @@ std::string runReduceScatterv(const Rank& rk, cfxComm_t comm, cfxDataType_t t, c
   void* recvbuff = inPlace ? send.data() + offset * es : recv.data();
   const std::string what = label(inPlace ? "ReduceScatterv in place" : "ReduceScatterv", t, set, rk) + opName(op) + ": ";
   cfxResult_t r = cfxReduceScatterv(send.data(), recvbuff, counts.data(), t, op, comm, stream);
-  if (r == cfxSuccess && stream != nullptr) r = cfxStreamSynchronize(stream);
-  if (r != cfxSuccess) return failed(what, r, comm);
+  if (std::string e = completed(r, stream, comm, what); !e.empty()) return e;
   std::vector<uint8_t> want(counts[me] * es);
   pat.fillExpected(offset, counts[me], want.data());
   std::string e = compare(static_cast<uint8_t*>(recvbuff), want.data(), counts[me], t, what);
