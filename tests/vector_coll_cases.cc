@@ -144,7 +144,7 @@ std::string runAllGatherv(const Rank& rk, cfxComm_t comm, cfxDataType_t t, size_
   pat.fillInput(me, firstIndex(me, me, n), counts[me], own.data());
   const void* sendbuff = own.data();
   if (inPlace) {
-    std::memcpy(recv.data() + displs[me] * es, own.data(), own.size());
+    if (!own.empty()) std::memcpy(recv.data() + displs[me] * es, own.data(), own.size());
     sendbuff = recv.data() + displs[me] * es;
   }
   const std::string what = label(inPlace ? "AllGatherv in place" : "AllGatherv", t, set, rk);
