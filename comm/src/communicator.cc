@@ -20,101 +20,6 @@
 
 namespace conflux {
 
-namespace {
-
-std::string segmentName(uint64_t commHash) {
-  std::string host = topology::hostId();
-  uint64_t hostHash = bootstrap::hash64(host.data(), host.size());
-  char name[64];
-  std::snprintf(name, sizeof(name), "cfx-%016llx-%016llx", static_cast<unsigned long long>(commHash),
-                static_cast<unsigned long long>(hostHash));
-  return name;
-}
-
-// What the first rank of a host needs from the plan to lay out and place the segment: each local
-// rank's NUMA node, whether the reduction is two-level (then ranks are grouped by node, in
-// ascending node order), and where the cross-domain staging goes.
-struct SegmentPlan {
-  std::vector<int> rankNuma;
-  bool twoLevel = false;
-  bool placeMemory = false;
-  int stagingNuma = 0;
-};
-
-SegmentPlan segmentPlanOf(const topology::Plan& p) {
-  SegmentPlan s;
-  for (const auto& r : p.ranks) s.rankNuma.push_back(r.numa);
-  s.twoLevel = p.reduction == topology::Reduction::kTwoLevel;
-  s.placeMemory = p.placeMemory;
-  s.stagingNuma = p.stagingNuma;
-  return s;
-}
-
-// Created by the first rank of each host: the segment with its header filled in, its staging
-// memory placed as planned (each slot on its rank's node, each domain's partials on that
-// domain's node, the scratch on the staging node), and each rank's domain recorded.
-shm::Segment createSegment(uint64_t commHash, const SegmentPlan& sp) {
-  const int n = static_cast<int>(sp.rankNuma.size());
-  Layout layout = Layout::fromEnv(n);
-  std::vector<int> nodes = sp.rankNuma;
-  std::sort(nodes.begin(), nodes.end());
-  nodes.erase(std::unique(nodes.begin(), nodes.end()), nodes.end());
-  const bool twoLevel = sp.twoLevel && nodes.size() >= 2;
-  if (twoLevel) layout.domains = static_cast<uint32_t>(nodes.size());
-  std::vector<std::string> notes;
-  auto place = [&](std::byte* base) {
-    if (!sp.placeMemory) return;
-    auto prefer = [&](size_t offset, int node, const std::string& what) {
-      std::string why = topology::preferNode(base + offset, layout.slotBytes, node);
-      if (!why.empty()) notes.push_back(what + " on NUMA " + std::to_string(node) + ": " + why);
-    };
-    for (int r = 0; r < n; ++r) prefer(layout.slotsOffset() + r * layout.slotBytes, sp.rankNuma[r], "slot of local rank " + std::to_string(r));
-    prefer(layout.scratchOffset(), sp.stagingNuma, "staging buffer");
-    for (uint32_t d = 0; d < layout.domains; ++d) {
-      prefer(layout.domainsOffset() + d * layout.slotBytes, nodes[d], "partials of domain " + std::to_string(d));
-    }
-  };
-  shm::Segment seg = shm::Segment::create(segmentName(commHash), layout.totalBytes(), place);
-  if (twoLevel) {
-    auto* control = reinterpret_cast<RankControl*>(seg.data() + layout.controlOffset());
-    for (int r = 0; r < n; ++r) {
-      control[r].domain = static_cast<int32_t>(std::find(nodes.begin(), nodes.end(), sp.rankNuma[r]) - nodes.begin());
-    }
-  }
-  layout.writeHeader(*reinterpret_cast<SegmentHeader*>(seg.data()));
-  if (!notes.empty()) {
-    logInfo("TOPO segment placement not applied for " + std::to_string(notes.size()) + " area(s), first: " + notes[0]);
-  } else if (sp.placeMemory) {
-    logInfo("TOPO segment placed: each slot on its rank's NUMA node, staging on NUMA " + std::to_string(sp.stagingNuma) +
-            (twoLevel ? ", domain partials on their nodes" : ""));
-  }
-  return seg;
-}
-
-// A set-up step's outcome, whatever it threw: every rank must reach the barrier that follows with
-// its outcome, or its peers learn only that it disconnected during initialisation.
-Outcome capture(const std::function<void()>& f) {
-  try {
-    f();
-    return {};
-  } catch (const Error& e) {
-    return Outcome{e.status(), e.what()};
-  } catch (const std::bad_alloc&) {
-    return Outcome{Status::kSystemError, "out of memory during initialisation"};
-  } catch (const std::exception& e) {
-    return Outcome{Status::kInternalError, e.what()};
-  }
-}
-
-std::chrono::milliseconds bootstrapTimeout() {
-  return std::chrono::milliseconds(static_cast<int64_t>(env::getDouble("CFX_BOOTSTRAP_TIMEOUT") * 1000));
-}
-
-// Address blobs that start with this byte carry a rank's set-up error instead of an address, so
-// a rank that fails before it can publish an address still releases the others.
-constexpr char kFailedBlob = '!';
-
-}  // namespace
 
 Communicator::Communicator(uint64_t hash, int rank, std::vector<pid_t> pids, HostMap hosts, shm::Segment segment,
                            std::shared_ptr<const topology::Topology> topo, topology::Plan plan,
@@ -174,6 +79,15 @@ void Communicator::abort() {
   if (transport_) transport_->shutdown("it aborted its communicator");
 }
 
+std::vector<std::string> Communicator::checkedBlobs(std::vector<std::string> blobs, const char* step) const {
+  for (int r = 0; r < static_cast<int>(blobs.size()); ++r) {
+    if (!blobs[r].empty() && blobs[r][0] == setup::kFailedBlob) {
+      throw Error(Status::kRemoteError, hosts_.describe(r) + " could not " + step + ": " + blobs[r].substr(1));
+    }
+  }
+  return blobs;
+}
+
 void Communicator::connectNetwork(const Exchange& exchange, std::chrono::milliseconds timeout) {
   net::NetChoice choice = net::chooseNet();
   netReason_ = choice.name + " (" + choice.reason + ")";
@@ -188,14 +102,7 @@ void Communicator::connectNetwork(const Exchange& exchange, std::chrono::millise
   bool exchanged = false;
   setup.exchange = [&](const std::string& mine) {
     exchanged = true;
-    std::vector<std::string> all = exchange(mine);
-    for (int r = 0; r < static_cast<int>(all.size()); ++r) {
-      if (!all[r].empty() && all[r][0] == kFailedBlob) {
-        throw Error(Status::kRemoteError, hosts_.describe(r) + " could not set up its network transport: " +
-                                              all[r].substr(1));
-      }
-    }
-    return all;
+    return checkedBlobs(exchange(mine), "set up its network transport");
   };
   Context* ctx = ctx_.get();
   setup.wake = [ctx] { ctx->myBell().ring(); };
@@ -209,7 +116,7 @@ void Communicator::connectNetwork(const Exchange& exchange, std::chrono::millise
   try {
     transport_ = net::createTransport(choice, setup);
   } catch (const Error& e) {
-    if (!exchanged) exchange(std::string(1, kFailedBlob) + e.what());
+    if (!exchanged) exchange(std::string(1, setup::kFailedBlob) + e.what());
     throw;
   }
   hier_.net.transport = transport_.get();
@@ -238,57 +145,75 @@ void Communicator::logInit(const std::string& binding) const {
 
 std::unique_ptr<Communicator> Communicator::init(const bootstrap::UniqueIdData& id, int nranks, int rank,
                                                  Options opts) {
-  bootstrap::Client client = bootstrap::Client::join(id, nranks, rank, bootstrapTimeout());
-  const auto& peers = client.peers();
+  bootstrap::Client client = bootstrap::Client::join(id, nranks, rank, setup::bootstrapTimeout());
+  // Every rank finds the topology and makes the plan for its host (the same plan on each); each
+  // host's first rank creates, sizes and places the segment from it (and alone writes
+  // CFX_TOPO_DUMP_FILE).
+  auto prepare = [rank](Setup& s, const HostMap& hosts) {
+    const int localRank = hosts.localRankOf[rank];
+    const int localRanks = static_cast<int>(hosts.ranksOn[hosts.hostOf[rank]].size());
+    s.topo = std::make_shared<const topology::Topology>(topology::discover(localRank == 0));
+    s.plan = topology::makePlan(*s.topo, localRanks, topology::PlanOptions::fromEnv());
+    s.self = s.plan.ranks[localRank];
+    s.segment = setup::segmentPlanOf(s.plan);
+  };
+  // Bind as planned (a thread the caller starts later inherits it; Conflux's own threads start
+  // after this).
+  auto bind = [](Setup& s) {
+    s.binding = "not bound (CFX_BIND=" + std::string(topology::bindName(s.plan.bind)) + ")";
+    if (!s.self.cpus.empty()) {
+      topology::BindResult b = topology::bindCallingThread(s.self.cpus);
+      s.binding = b.cpus.empty() ? b.note
+                                 : "bound to CPUs " + topology::cpuList(b.cpus) + (b.note.empty() ? "" : " (" + b.note + ")");
+    }
+  };
+  return form(client, id.secret, rank, opts, prepare, bind);
+}
+
+std::unique_ptr<Communicator> Communicator::form(bootstrap::Client& client, const bootstrap::Secret& secret, int rank,
+                                                 Options opts,
+                                                 const std::function<void(Setup&, const HostMap&)>& prepare,
+                                                 const std::function<void(Setup&)>& bind) {
   std::vector<std::string> hostIds;
   std::vector<pid_t> pids;
-  for (const auto& p : peers) {
+  for (const auto& p : client.peers()) {
     hostIds.push_back(p.hostId);
     pids.push_back(p.pid);
   }
   HostMap hosts = HostMap::build(hostIds);
-  const int localRank = hosts.localRankOf[rank];
-  const bool leader = localRank == 0;
-
-  uint64_t hash = bootstrap::hash64(id.secret.data(), id.secret.size());
+  const bool leader = hosts.localRankOf[rank] == 0;
+  const uint64_t hash = bootstrap::hash64(secret.data(), secret.size());
   shm::Segment segment;
-  const int localRanks = static_cast<int>(hosts.ranksOn[hosts.hostOf[rank]].size());
-  // Every rank finds the topology and makes the plan for its host (the same plan on each); each
-  // host's first rank creates, sizes and places the segment from it (and alone writes
-  // CFX_TOPO_DUMP_FILE). Everyone learns whether all of that worked.
-  std::shared_ptr<const topology::Topology> topo;
-  topology::Plan plan;
-  Outcome created = capture([&] {
-    topo = std::make_shared<const topology::Topology>(topology::discover(leader));
-    plan = topology::makePlan(*topo, localRanks, topology::PlanOptions::fromEnv());
-    if (leader) segment = createSegment(hash, segmentPlanOf(plan));
+  Setup s;
+  // Everyone learns whether the preparation and the leaders' segments worked.
+  Outcome created = setup::capture([&] {
+    prepare(s, hosts);
+    if (leader) segment = setup::createSegment(hash, s.segment);
   });
   client.barrier(created).raise();
   // The others attach; the leader unlinks the name once all have, so nothing outlives a crash.
-  Outcome attached = leader ? Outcome{} : capture([&] { segment = shm::Segment::open(segmentName(hash)); });
+  Outcome attached = leader ? Outcome{} : setup::capture([&] { segment = shm::Segment::open(setup::segmentName(hash)); });
   client.barrier(attached).raise();
   if (leader) segment.unlink();
-
-  // Bind as planned (a thread the caller starts later inherits it; Conflux's own threads start
-  // after this).
-  topology::RankPlan self = plan.ranks[localRank];
-  std::string binding = "not bound (CFX_BIND=" + std::string(topology::bindName(plan.bind)) + ")";
-  if (!self.cpus.empty()) {
-    topology::BindResult b = topology::bindCallingThread(self.cpus);
-    binding = b.cpus.empty() ? b.note : "bound to CPUs " + topology::cpuList(b.cpus) + (b.note.empty() ? "" : " (" + b.note + ")");
-  }
+  if (bind) bind(s);
 
   const bool multiHost = hosts.nhosts() > 1;
   std::unique_ptr<Communicator> comm(new Communicator(hash, rank, std::move(pids), std::move(hosts),
-                                                      std::move(segment), topo, plan, self, opts));
+                                                      std::move(segment), s.topo, s.plan, s.self, opts));
+  comm->localNuma_ = s.segment.rankNuma;
+  // The rendezvous sockets, at the address each rank reached the root from.
+  Outcome listening = setup::capture([&] { comm->rendezvous_ = Rendezvous(client.localAddress(), secret); });
+  comm->rendezvous_.setPeers(comm->checkedBlobs(
+      client.exchange(listening.ok() ? comm->rendezvous_.address() : setup::kFailedBlob + listening.message),
+      "open its rendezvous socket"));
   if (multiHost) {
-    Outcome net = capture([&] {
-      comm->connectNetwork([&](const std::string& mine) { return client.exchange(mine); }, bootstrapTimeout());
+    Outcome net = setup::capture([&] {
+      comm->connectNetwork([&](const std::string& mine) { return client.exchange(mine); }, setup::bootstrapTimeout());
     });
     client.barrier(net).raise();
   }
   client.finish();
-  comm->logInit(binding);
+  comm->logInit(s.binding);
   return comm;
 }
 
@@ -361,12 +286,11 @@ std::unique_ptr<Communicator> Communicator::split(int color, int key, Options op
   HostMap newHosts = HostMap::build(hostIds);
   bool leader = member && newHosts.localRankOf[newRank] == 0;
   // The new communicator's ranks keep the binding of their init: its segment follows their nodes.
-  SegmentPlan segPlan;
+  setup::SegmentPlan segPlan;
   if (member) {
-    for (int nr : newHosts.ranksOn[newHosts.hostOf[newRank]]) segPlan.rankNuma.push_back(all[3 * members[nr] + 2]);
-    segPlan.twoLevel = plan_.reduction == topology::Reduction::kTwoLevel;
-    segPlan.placeMemory = plan_.placeMemory;
-    segPlan.stagingNuma = plan_.stagingNuma;
+    std::vector<int> numa;
+    for (int nr : newHosts.ranksOn[newHosts.hostOf[newRank]]) numa.push_back(all[3 * members[nr] + 2]);
+    segPlan = setup::segmentPlanFor(plan_, std::move(numa));
   }
 
   // 3. Leaders create, then the others attach; the parent's collectives act as status barriers
@@ -381,9 +305,10 @@ std::unique_ptr<Communicator> Communicator::split(int color, int key, Options op
                                             " failed to " + step + " (see that rank's error)");
     }
   };
-  statusBarrier(leader ? capture([&] { segment = createSegment(newHash, segPlan); }) : Outcome{},
+  statusBarrier(leader ? setup::capture([&] { segment = setup::createSegment(newHash, segPlan); }) : Outcome{},
                 "create its shared memory");
-  statusBarrier(member && !leader ? capture([&] { segment = shm::Segment::open(segmentName(newHash)); }) : Outcome{},
+  statusBarrier(member && !leader ? setup::capture([&] { segment = shm::Segment::open(setup::segmentName(newHash)); })
+                                  : Outcome{},
                 "attach its shared memory");
   if (leader) segment.unlink();
 
@@ -391,30 +316,47 @@ std::unique_ptr<Communicator> Communicator::split(int color, int key, Options op
   if (member) {
     comm.reset(new Communicator(newHash, newRank, std::move(pids), std::move(newHosts), std::move(segment), topo_, plan_,
                                 self_, opts));
+    comm->localNuma_ = segPlan.rankNuma;
   }
-  // 4. New communicators that span hosts connect their networks; addresses travel in one
-  //    all-gather over the parent, in which every parent rank takes part exactly once.
+  // 4. Each member opens its rendezvous socket, and new communicators that span hosts connect
+  //    their networks; addresses travel in all-gathers over the parent, in each of which every
+  //    parent rank takes part exactly once.
+  constexpr size_t kRecord = 4 + net::kMaxAddressBytes;
+  auto exchange = [&](const std::string& blob) {
+    std::vector<uint8_t> rec(kRecord, 0), recs(kRecord * n);
+    uint32_t len = static_cast<uint32_t>(std::min(blob.size(), net::kMaxAddressBytes));
+    std::memcpy(rec.data(), &len, 4);
+    std::memcpy(rec.data() + 4, blob.data(), len);
+    runInternal(Coll::kAllGather, rec.data(), recs.data(), kRecord, cfxSum, cfxUint8);
+    std::vector<std::string> out;
+    for (int r : members) {
+      uint32_t l;
+      std::memcpy(&l, recs.data() + r * kRecord, 4);
+      out.emplace_back(reinterpret_cast<const char*>(recs.data() + r * kRecord + 4),
+                       std::min<size_t>(l, net::kMaxAddressBytes));
+    }
+    return out;
+  };
+  Outcome listening;
+  if (comm) {
+    listening = setup::capture([&] {
+      comm->rendezvous_ = Rendezvous(rendezvous_.host(), rendezvous_.derive(setup::kSplitSecret, splits_, static_cast<uint32_t>(color)));
+    });
+  }
+  std::vector<std::string> addresses =
+      exchange(!comm ? std::string() : listening.ok() ? comm->rendezvous_.address() : setup::kFailedBlob + listening.message);
+  if (comm) {
+    listening = setup::capture([&] { comm->rendezvous_.setPeers(comm->checkedBlobs(addresses, "open its rendezvous socket")); });
+  }
+  statusBarrier(listening, "open its rendezvous socket");
   if (anyMultiHost) {
-    constexpr size_t kRecord = 4 + net::kMaxAddressBytes;
     bool took = false;
-    auto exchange = [&](const std::string& blob) {
+    auto once = [&](const std::string& blob) {
       took = true;
-      std::vector<uint8_t> rec(kRecord, 0), recs(kRecord * n);
-      uint32_t len = static_cast<uint32_t>(std::min(blob.size(), net::kMaxAddressBytes));
-      std::memcpy(rec.data(), &len, 4);
-      std::memcpy(rec.data() + 4, blob.data(), len);
-      runInternal(Coll::kAllGather, rec.data(), recs.data(), kRecord, cfxSum, cfxUint8);
-      std::vector<std::string> out;
-      for (int r : members) {
-        uint32_t l;
-        std::memcpy(&l, recs.data() + r * kRecord, 4);
-        out.emplace_back(reinterpret_cast<const char*>(recs.data() + r * kRecord + 4),
-                         std::min<size_t>(l, net::kMaxAddressBytes));
-      }
-      return out;
+      return exchange(blob);
     };
     Outcome net;
-    if (comm && comm->hosts_.nhosts() > 1) net = capture([&] { comm->connectNetwork(exchange, bootstrapTimeout()); });
+    if (comm && comm->hosts_.nhosts() > 1) net = setup::capture([&] { comm->connectNetwork(once, setup::bootstrapTimeout()); });
     if (!took) exchange("");
     statusBarrier(net, "connect its network");
   }

@@ -1,6 +1,7 @@
 // A communicator: its ranks, the hosts they run on, the shared-memory context of this host's
 // ranks, the network transport to the other hosts (when there are several), and the progress
-// engine. Created by init() over the bootstrap, or by split() over a parent communicator.
+// engine. Created by init() over the bootstrap, by split() over a parent communicator, or by
+// shrink() over a bootstrap among the survivors of a parent, served by the first survivor.
 #pragma once
 
 #include <sys/types.h>
@@ -12,7 +13,9 @@
 #include <string>
 #include <vector>
 
+#include "bootstrap/client.h"
 #include "bootstrap/unique_id.h"
+#include "comm_setup.h"
 #include "context.h"
 #include "engine.h"
 #include "flight/dump.h"
@@ -20,6 +23,7 @@
 #include "hier/hier_ops.h"
 #include "hosts.h"
 #include "ops/tuning.h"
+#include "rendezvous.h"
 #include "topology/model.h"
 #include "topology/plan.h"
 #include "transport/net/transport.h"
@@ -35,6 +39,14 @@ class Communicator {
   static std::unique_ptr<Communicator> init(const bootstrap::UniqueIdData& id, int nranks, int rank, Options opts);
   // Collective over this communicator. Returns nullptr for color == CFX_SPLIT_NOCOLOR.
   std::unique_ptr<Communicator> split(int color, int key, Options opts);
+  // The ranks not in `excluded` (sorted, valid, without this rank) form a new communicator, ranked
+  // in their order, over a bootstrap whose root the first of them serves on its rendezvous
+  // socket: no collective of this communicator is used, so it works after a failure. `abortFirst`:
+  // pending work is aborted first (CFX_SHRINK_ABORT); else it completes first.
+  std::unique_ptr<Communicator> shrink(const std::vector<int>& excluded, bool abortFirst, Options opts);
+  // The ranks whose processes are gone: on this host by their pids, on others by their rendezvous
+  // sockets (a refused connection, or none within `probeTimeout`). Ascending.
+  std::vector<int> failedRanks(std::chrono::milliseconds probeTimeout) const;
 
   ~Communicator();
   Communicator(const Communicator&) = delete;
@@ -67,12 +79,31 @@ class Communicator {
 
  private:
   using Exchange = std::function<std::vector<std::string>(const std::string&)>;
+  // What init and shrink decide before the segment exists: the topology, the plan, this rank's
+  // line of it, how to lay out this host's segment, and (after it is attached) the binding.
+  struct Setup {
+    std::shared_ptr<const topology::Topology> topo;
+    topology::Plan plan;
+    topology::RankPlan self;
+    setup::SegmentPlan segment;
+    std::string binding = "binding kept from init";
+  };
+  // The steps after the bootstrap's welcome: `prepare` fills the setup (every rank, before this
+  // host's leader creates the segment; its failure reaches every rank), `bind` runs once the
+  // segment is attached; then the communicator, its rendezvous and network, and the bootstrap's end.
+  static std::unique_ptr<Communicator> form(bootstrap::Client& client, const bootstrap::Secret& secret, int rank,
+                                            Options opts,
+                                            const std::function<void(Setup&, const HostMap&)>& prepare,
+                                            const std::function<void(Setup&)>& bind);
 
   Communicator(uint64_t hash, int rank, std::vector<pid_t> pids, HostMap hosts, shm::Segment segment,
                std::shared_ptr<const topology::Topology> topo, topology::Plan plan, topology::RankPlan self,
                Options opts);
   // Connects to the other ranks over the network (CFX_NET); `exchange` all-gathers addresses.
   void connectNetwork(const Exchange& exchange, std::chrono::milliseconds timeout);
+  // Exchanged blobs, each an address or a rank's set-up failure (setup::kFailedBlob): throws
+  // Error(kRemoteError) naming the first rank that could not do `step`.
+  std::vector<std::string> checkedBlobs(std::vector<std::string> blobs, const char* step) const;
   // Runs a blocking collective on this communicator (used by split).
   void runInternal(Coll coll, const void* send, void* recv, size_t count, cfxRedOp_t op,
                    cfxDataType_t type = cfxInt32);
@@ -85,11 +116,14 @@ class Communicator {
   std::vector<pid_t> pids_;  // of every rank
   HostMap hosts_;
   uint64_t splits_ = 0;
+  uint64_t shrinks_ = 0;
+  Rendezvous rendezvous_;
   Tuning tuning_;
   std::string netReason_;
   std::shared_ptr<const topology::Topology> topo_;
   topology::Plan plan_;
   topology::RankPlan self_;  // this rank's line of the plan made at init (kept through splits)
+  std::vector<int> localNuma_;  // the NUMA node of each rank of this host, by local rank
   std::function<void(const std::string&)> failureSink_;
   std::unique_ptr<flight::Recorder> recorder_;  // null when CFX_FLIGHT_RECORDER_ENTRIES=0
   // Collective calls made so far (ops are built in call order, on the calling thread): the call

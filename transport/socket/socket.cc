@@ -166,7 +166,7 @@ void setNonBlocking(int fd, bool on) {
   fcntl(fd, F_SETFL, on ? (flags | O_NONBLOCK) : (flags & ~O_NONBLOCK));
 }
 
-Socket connectWithRetry(const SockAddr& addr, Clock::time_point deadline) {
+Socket connectWithRetry(const SockAddr& addr, Clock::time_point deadline, bool refusedIsFinal) {
   auto backoff = std::chrono::milliseconds(10);
   for (;;) {
     Socket s(::socket(addr.family(), SOCK_STREAM | SOCK_CLOEXEC, 0));
@@ -177,6 +177,9 @@ Socket connectWithRetry(const SockAddr& addr, Clock::time_point deadline) {
       return s;
     }
     int e = errno;
+    if (refusedIsFinal && e == ECONNREFUSED) {
+      throw Error(Status::kRemoteError, "connection to " + addr.str() + " refused: nothing listens there any more");
+    }
     bool retry = e == ECONNREFUSED || e == ETIMEDOUT || e == ENETUNREACH || e == EHOSTUNREACH || e == EAGAIN ||
                  e == EINTR || e == ECONNRESET;
     if (!retry) throwSystemError("connect to " + addr.str(), e);

@@ -56,7 +56,8 @@ class Socket {
 Socket listenOn(const SockAddr& addr, int backlog = 1024);
 SockAddr localAddress(const Socket& s);
 // Connects, retrying refused or unreachable attempts with back-off until `deadline`.
-Socket connectWithRetry(const SockAddr& addr, Clock::time_point deadline);
+// `refusedIsFinal`: the peer listens already, so a refusal means it is gone (Error kRemoteError).
+Socket connectWithRetry(const SockAddr& addr, Clock::time_point deadline, bool refusedIsFinal = false);
 void setNonBlocking(int fd, bool on);
 
 // The address this host is reached at by other hosts: the first IPv4 address of an interface that

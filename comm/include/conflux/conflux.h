@@ -122,6 +122,23 @@ CFX_API cfxResult_t cfxCommInitRankConfig(cfxComm_t* comm, int nranks, cfxUnique
 /* Reads rank, size and rendezvous from the environment: CFX_*, torchrun, Open MPI, Slurm. */
 CFX_API cfxResult_t cfxCommInitFromEnv(cfxComm_t* comm);
 CFX_API cfxResult_t cfxCommSplit(cfxComm_t comm, int color, int key, cfxComm_t* newcomm, cfxConfig_t* config);
+/* As NCCL 2.27's ncclCommShrink: every rank of `comm` that is not in excludeRanks calls it, and they
+ * get a new communicator of themselves, ranked in their order in `comm`. It is formed without rank 0
+ * and without any collective of `comm` (the first survivor serves a new bootstrap on a socket every
+ * rank has known since `comm` formed), so it works after a failure, within the communicator's
+ * timeout (and CFX_BOOTSTRAP_TIMEOUT); a survivor that dies meanwhile fails it on every rank, named.
+ * flags: CFX_SHRINK_DEFAULT lets `comm`'s pending work complete first; CFX_SHRINK_ABORT aborts it
+ * first (after a failure). `comm` stays to be destroyed or aborted. Excluded ranks do not call it. */
+#define CFX_SHRINK_DEFAULT 0x00
+#define CFX_SHRINK_ABORT 0x01
+CFX_API cfxResult_t cfxCommShrink(cfxComm_t comm, const int* excludeRanks, int excludeCount, cfxComm_t* newcomm,
+                                  cfxConfig_t* config, int flags);
+/* Conflux extension: the ranks of `comm` whose processes are gone, ascending, so that survivors
+ * agree on cfxCommShrink's excludeRanks: on this host by their pids, on other hosts by the sockets
+ * they listen at (a refused connection, or none within a second). A rank that is alive but stalled
+ * is not listed (the timeout's message names it). Writes at most `capacity` ranks; *count is how
+ * many there are. Works on a failed communicator. */
+CFX_API cfxResult_t cfxCommGetFailedRanks(cfxComm_t comm, int* failedRanks, int capacity, int* count);
 CFX_API cfxResult_t cfxCommDestroy(cfxComm_t comm);
 CFX_API cfxResult_t cfxCommAbort(cfxComm_t comm);
 CFX_API cfxResult_t cfxCommCount(const cfxComm_t comm, int* count);

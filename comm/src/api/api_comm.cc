@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <climits>
 #include <cstring>
+#include <vector>
 
 #include "api/checks.h"
 #include "api/group.h"
@@ -138,6 +139,55 @@ cfxResult_t cfxCommSplit(cfxComm_t comm, int color, int key, cfxComm_t* newcomm,
     auto opts = optionsFrom(config);
     CommRef ref(comm);
     if (auto child = ref->split(color, key, opts)) *newcomm = newHandle(std::move(child));
+  });
+}
+
+cfxResult_t cfxCommShrink(cfxComm_t comm, const int* excludeRanks, int excludeCount, cfxComm_t* newcomm,
+                          cfxConfig_t* config, int flags) {
+  return guarded("cfxCommShrink", comm, [&] {
+    if (newcomm == nullptr) throw Error(Status::kInvalidArgument, "newcomm is NULL");
+    *newcomm = nullptr;
+    CommRef ref(comm);
+    const int n = ref->size();
+    if (flags != CFX_SHRINK_DEFAULT && flags != CFX_SHRINK_ABORT) {
+      throw Error(Status::kInvalidArgument, "flags " + std::to_string(flags) +
+                                                " is neither CFX_SHRINK_DEFAULT (0) nor CFX_SHRINK_ABORT (1)");
+    }
+    if (excludeCount < 0 || excludeCount >= n) {
+      throw Error(Status::kInvalidArgument, "excludeCount " + std::to_string(excludeCount) + " is not in [0, " +
+                                                std::to_string(n - 1) + "] for a communicator of " + std::to_string(n) +
+                                                " ranks");
+    }
+    if (excludeCount > 0 && excludeRanks == nullptr) throw Error(Status::kInvalidArgument, "excludeRanks is NULL");
+    std::vector<int> excluded(excludeRanks, excludeRanks + excludeCount);
+    std::sort(excluded.begin(), excluded.end());
+    for (size_t i = 0; i < excluded.size(); ++i) {
+      if (excluded[i] < 0 || excluded[i] >= n) {
+        throw Error(Status::kInvalidArgument, "excludeRanks holds " + std::to_string(excluded[i]) +
+                                                  ", not a rank of this communicator of " + std::to_string(n));
+      }
+      if (i > 0 && excluded[i] == excluded[i - 1]) {
+        throw Error(Status::kInvalidArgument, "excludeRanks holds rank " + std::to_string(excluded[i]) + " twice");
+      }
+    }
+    if (std::binary_search(excluded.begin(), excluded.end(), ref->rank())) {
+      throw Error(Status::kInvalidArgument, "excludeRanks holds this rank (" + std::to_string(ref->rank()) +
+                                                "): excluded ranks do not call cfxCommShrink");
+    }
+    auto opts = optionsFrom(config);
+    *newcomm = newHandle(ref->shrink(excluded, flags == CFX_SHRINK_ABORT, opts));
+  });
+}
+
+cfxResult_t cfxCommGetFailedRanks(cfxComm_t comm, int* failedRanks, int capacity, int* count) {
+  return guarded("cfxCommGetFailedRanks", comm, [&] {
+    CommRef ref(comm);
+    if (count == nullptr) throw Error(Status::kInvalidArgument, "count is NULL");
+    if (capacity < 0) throw Error(Status::kInvalidArgument, "capacity " + std::to_string(capacity) + " is negative");
+    if (capacity > 0 && failedRanks == nullptr) throw Error(Status::kInvalidArgument, "failedRanks is NULL");
+    std::vector<int> failed = ref->failedRanks(std::chrono::seconds(1));
+    std::copy_n(failed.begin(), std::min<size_t>(failed.size(), static_cast<size_t>(capacity)), failedRanks);
+    *count = static_cast<int>(failed.size());
   });
 }
 

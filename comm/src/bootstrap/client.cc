@@ -10,7 +10,8 @@
 
 namespace conflux::bootstrap {
 
-Client Client::join(const UniqueIdData& id, int nranks, int rank, std::chrono::milliseconds timeout) {
+Client Client::join(const UniqueIdData& id, int nranks, int rank, std::chrono::milliseconds timeout,
+                    bool rootListens) {
   Client c;
   c.secret_ = id.secret;
   c.rank_ = rank;
@@ -19,7 +20,8 @@ Client Client::join(const UniqueIdData& id, int nranks, int rank, std::chrono::m
   constexpr auto kHearTheRoot = std::chrono::seconds(3);
   c.deadline_ = std::chrono::steady_clock::now() + timeout + kHearTheRoot;
   c.root_ = id.root.str();
-  c.sock_ = net::connectWithRetry(id.root, c.deadline_);
+  c.sock_ = net::connectWithRetry(id.root, c.deadline_, rootListens);
+  c.local_ = net::localAddress(c.sock_);
   Hello h;
   h.libVersion = CFX_VERSION_CODE;
   h.nranks = nranks;

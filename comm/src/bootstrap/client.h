@@ -17,9 +17,14 @@ class Client {
  public:
   // Connects and sends this rank's hello; returns once all ranks joined. Throws Error with the
   // root's message on a job-level error (kInvalidUsage) or on timeout.
-  static Client join(const UniqueIdData& id, int nranks, int rank, std::chrono::milliseconds timeout);
+  // `rootListens`: the root's socket listens already (cfxCommShrink), so a refused connection
+  // means its process is gone and fails at once.
+  static Client join(const UniqueIdData& id, int nranks, int rank, std::chrono::milliseconds timeout,
+                     bool rootListens = false);
 
   const std::vector<PeerInfo>& peers() const { return peers_; }
+  // The address this rank reached the root from: one the other ranks can reach it at.
+  net::SockAddr localAddress() const { return local_; }
   // Enters a barrier with this rank's outcome; returns the first failure of any rank (or success).
   Outcome barrier(const Outcome& mine);
   // All-gather of one blob per rank (at most kMaxExchangeBytes), returned in rank order.
@@ -36,6 +41,7 @@ class Client {
   int rank_ = -1;
   std::chrono::steady_clock::time_point deadline_;
   std::vector<PeerInfo> peers_;
+  net::SockAddr local_;
 };
 
 }  // namespace conflux::bootstrap

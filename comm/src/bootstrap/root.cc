@@ -39,8 +39,8 @@ struct Conn {
 
 class RootServer {
  public:
-  RootServer(net::Socket listen, const Secret& secret, std::chrono::milliseconds timeout)
-      : listen_(std::move(listen)), secret_(secret), deadline_(Clock::now() + timeout) {}
+  RootServer(net::Socket listen, const Secret& secret, std::chrono::milliseconds timeout, KnownRanks known = {})
+      : listen_(std::move(listen)), secret_(secret), deadline_(Clock::now() + timeout), known_(std::move(known)) {}
 
   void run() {
     net::setNonBlocking(listen_.fd(), true);
@@ -51,7 +51,8 @@ class RootServer {
                 " (CFX_BOOTSTRAP_TIMEOUT)");
         return;
       }
-      std::vector<pollfd> fds{{listen_.fd(), POLLIN, 0}};
+      const bool accepting = jobError_.empty() || !known_.whyGone;
+      std::vector<pollfd> fds{{listen_.fd(), static_cast<short>(accepting ? POLLIN : 0), 0}};
       for (auto& c : conns_) fds.push_back({c->sock.fd(), POLLIN, 0});
       int rc = ::poll(fds.data(), fds.size(), 100);
       if (rc < 0 && errno != EINTR) return;
@@ -60,12 +61,16 @@ class RootServer {
         if (fds[i].revents != 0) readFrom(*conns_[i - 1]);
       }
       expireHandshakes();
+      checkKnownRanks();
       conns_.erase(std::remove_if(conns_.begin(), conns_.end(), [](auto& c) { return c->closed; }), conns_.end());
     }
   }
 
  private:
   bool finished() const {
+    // A failed shrink's root accepts no more (the next attempt's root serves the socket's queue),
+    // and ends once those it accepted heard why.
+    if (!jobError_.empty() && known_.whyGone) return conns_.empty();
     if (!jobError_.empty()) return informed_ >= std::max(nranks_, 1);
     return formed_ && conns_.empty();
   }
@@ -109,6 +114,24 @@ class RootServer {
     c.closed = true;
   }
 
+  // A rank joining an earlier, failed attempt on this socket (KnownRanks::earlier): it hears why
+  // that attempt failed. Returns false when `secret` is no earlier attempt's.
+  bool tellEarlierError(Conn& c, const uint8_t* secret) {
+    if (!known_.earlier) return false;
+    auto earlier = known_.earlier->find(secret);
+    if (!earlier) return false;
+    std::string m = earlier->second.substr(0, kMaxMessageBytes);
+    try {
+      auto f = frame(MsgType::kError, earlier->first, std::vector<uint8_t>(m.begin(), m.end()));
+      c.sock.sendAll(f.data(), f.size(), Clock::now() + std::chrono::seconds(1));
+    } catch (const Error&) {
+      // It will see the connection close instead.
+    }
+    c.sock.close();
+    c.closed = true;
+    return true;
+  }
+
   // For the timeout message: who never joined, and who was refused.
   std::string missingText() const {
     std::string s;
@@ -133,6 +156,20 @@ class RootServer {
     logWarn("bootstrap root: dropping a connection: " + why);
     c.sock.close();
     c.closed = true;
+  }
+
+  // KnownRanks: a rank that has not joined and never will fails the job now.
+  void checkKnownRanks() {
+    if (!known_.whyGone || formed_ || !jobError_.empty() || Clock::now() < nextKnownCheck_) return;
+    nextKnownCheck_ = Clock::now() + std::chrono::milliseconds(250);
+    for (int r = 0; r < known_.nranks; ++r) {
+      if (byRank_.count(r) != 0) continue;
+      std::string why = known_.whyGone(r);
+      if (!why.empty()) {
+        failJob("rank " + std::to_string(r) + " " + why + kGoneBeforeJoining);
+        return;
+      }
+    }
   }
 
   void expireHandshakes() {
@@ -170,7 +207,7 @@ class RootServer {
       }
       if (!bad.empty()) {
         if (c.rank < 0 && h.magic == kFrameMagic && h.version == kProtocolVersion && !secretsEqual(secret_, h.secret)) {
-          refuse(c);
+          if (!tellEarlierError(c, h.secret)) refuse(c);
         } else {
           drop(c, bad);
         }
@@ -220,6 +257,7 @@ class RootServer {
     if (jobError_.empty()) {
       jobError_ = msg;
       logWarn("bootstrap root: " + msg);
+      if (known_.earlier) known_.earlier->add(secret_, msg);
     }
     std::vector<Conn*> joined;
     for (auto& c : conns_) {
@@ -351,14 +389,28 @@ class RootServer {
   uint64_t released_ = 0;
   uint64_t exchanged_ = 0;
   StatusMsg barrierStatus_;
+  KnownRanks known_;
+  Clock::time_point nextKnownCheck_{};
 };
 
 }  // namespace
 
-net::SockAddr startRoot(const net::SockAddr& bindAddr, const Secret& secret, std::chrono::milliseconds timeout) {
-  net::Socket listen = net::listenOn(bindAddr);
-  net::SockAddr bound = net::localAddress(listen);
-  auto server = std::make_shared<RootServer>(std::move(listen), secret, timeout);
+void FailedAttempts::add(const Secret& secret, const std::string& error) {
+  std::lock_guard<std::mutex> lock(mu_);
+  attempts_.emplace_back(secret, error);
+}
+
+std::optional<std::pair<Secret, std::string>> FailedAttempts::find(const uint8_t* secret) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const auto& a : attempts_) {
+    if (secretsEqual(a.first, secret)) return a;
+  }
+  return std::nullopt;
+}
+
+namespace {
+
+void serve(std::shared_ptr<RootServer> server) {
   std::thread([server] {
     try {
       server->run();
@@ -366,7 +418,19 @@ net::SockAddr startRoot(const net::SockAddr& bindAddr, const Secret& secret, std
       logWarn(std::string("bootstrap root stopped: ") + e.what());
     }
   }).detach();
+}
+
+}  // namespace
+
+net::SockAddr startRoot(const net::SockAddr& bindAddr, const Secret& secret, std::chrono::milliseconds timeout) {
+  net::Socket listen = net::listenOn(bindAddr);
+  net::SockAddr bound = net::localAddress(listen);
+  serve(std::make_shared<RootServer>(std::move(listen), secret, timeout));
   return bound;
+}
+
+void startRoot(net::Socket listen, const Secret& secret, std::chrono::milliseconds timeout, KnownRanks known) {
+  serve(std::make_shared<RootServer>(std::move(listen), secret, timeout, std::move(known)));
 }
 
 }  // namespace conflux::bootstrap

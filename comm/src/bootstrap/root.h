@@ -11,6 +11,13 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "bootstrap/unique_id.h"
 #include "transport/socket/socket.h"
@@ -19,5 +26,31 @@ namespace conflux::bootstrap {
 
 // Binds `bindAddr` (port 0: any free port), starts the root thread and returns the bound address.
 net::SockAddr startRoot(const net::SockAddr& bindAddr, const Secret& secret, std::chrono::milliseconds timeout);
+
+// A root whose ranks are known processes (cfxCommShrink's survivors): while the job forms, the
+// root asks every quarter second why each rank that has not joined yet may never join; an answer
+// (for example "(pid 42) exited") fails the job at once, naming that rank, instead of at the
+// timeout. `whyGone` runs on the root's thread and must own what it reads.
+//
+// The roots of successive attempts on one socket share `earlier`: a rank that is still joining an
+// attempt that failed hears that attempt's error from the next root, rather than "wrong secret".
+class FailedAttempts {
+ public:
+  void add(const Secret& secret, const std::string& error);
+  std::optional<std::pair<Secret, std::string>> find(const uint8_t* secret) const;
+
+ private:
+  mutable std::mutex mu_;
+  std::vector<std::pair<Secret, std::string>> attempts_;
+};
+struct KnownRanks {
+  int nranks = 0;
+  std::function<std::string(int rank)> whyGone;
+  std::shared_ptr<FailedAttempts> earlier;
+};
+// How the job error about such a rank ends (the ranks tell it from a usage error by it).
+inline constexpr const char* kGoneBeforeJoining = " before it joined";
+// Serves on `listen`, a socket that already listens (its pending connections are served too).
+void startRoot(net::Socket listen, const Secret& secret, std::chrono::milliseconds timeout, KnownRanks known);
 
 }  // namespace conflux::bootstrap
