@@ -136,6 +136,27 @@ NCCL_API ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclCom
   });
 }
 
+// NCCL 2.27's shrink: the same flags as Conflux's (NCCL_SHRINK_DEFAULT lets pending work complete,
+// NCCL_SHRINK_ABORT aborts it); the new communicator keeps the parent's device.
+NCCL_API ncclResult_t ncclCommShrink(ncclComm_t comm, int* excludeRanksList, int excludeRanksCount, ncclComm_t* newcomm,
+                                     void* config, int shrinkFlags) {
+  return guarded("ncclCommShrink", comm, [&] {
+    ncclComm* c = live(comm);
+    if (newcomm == nullptr) throw ShimError(ncclInvalidArgument, "newcomm is NULL");
+    *newcomm = nullptr;
+    if (shrinkFlags != NCCL_SHRINK_DEFAULT && shrinkFlags != NCCL_SHRINK_ABORT) {
+      throw ShimError(ncclInvalidArgument, "unknown shrinkFlags " + std::to_string(shrinkFlags));
+    }
+    if (shrinkFlags == NCCL_SHRINK_DEFAULT) drainDevice(*c);
+    cfxConfig_t cfg = toCfx(config);
+    cfxComm_t inner = nullptr;
+    check(cfxCommShrink(c->inner, excludeRanksList, excludeRanksCount, &inner, &cfg,
+                        shrinkFlags == NCCL_SHRINK_ABORT ? CFX_SHRINK_ABORT : CFX_SHRINK_DEFAULT),
+          c->inner);
+    *newcomm = wrap(inner, c->cudaDev);
+  });
+}
+
 // Host-buffer calls are complete when they return; device-buffer calls run on the staged path's
 // progress thread: finalize waits for their host part (the copies back are on their streams, as
 // NCCL's kernels are after its blocking finalize) and reports its failure.

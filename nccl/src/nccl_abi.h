@@ -60,6 +60,8 @@ typedef struct {
 
 // ncclCommSuspend's flags and ncclCommMemStats's statistics (NCCL 2.29.7 and later).
 #define NCCL_SUSPEND_MEM 0x01
+#define NCCL_SHRINK_DEFAULT 0x00
+#define NCCL_SHRINK_ABORT 0x01
 constexpr int ncclStatGpuMemSuspend = 0, ncclStatGpuMemSuspended = 1, ncclStatGpuMemPersist = 2,
               ncclStatGpuMemTotal = 3;
 

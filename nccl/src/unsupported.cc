@@ -7,7 +7,8 @@
 //     memory that NCCL's own GPU kernels read and write; Conflux runs no kernel on the GPU.
 //   - Growing a communicator (ncclCommGetUniqueId, ncclCommGrow): Conflux has no way to add ranks
 //     to a live communicator.
-//   - Shrinking and revoking (ncclCommShrink, ncclCommRevoke): Conflux's core has no shrink yet.
+//   - Revoking (ncclCommRevoke): Conflux's shrink (ncclCommShrink, in comm_api.cc) aborts the
+//     parent's work itself (NCCL_SHRINK_ABORT); a revoke without a shrink is not offered.
 //   - Group simulation (ncclGroupSimulateEnd): its estimate comes from NCCL's tuning model of NCCL's
 //     own algorithms, which says nothing of Conflux's.
 #include <cstdint>
@@ -28,9 +29,6 @@ ncclResult_t unsupported(const char* fn, ncclComm_t comm) {
 
 }  // namespace
 
-NCCL_API ncclResult_t ncclCommShrink(ncclComm_t comm, int*, int, ncclComm_t*, void*, int) {
-  return unsupported("ncclCommShrink", comm);
-}
 NCCL_API ncclResult_t ncclCommGrow(ncclComm_t comm, int, const ncclUniqueId*, int, ncclComm_t*, void*) {
   return unsupported("ncclCommGrow", comm);
 }

@@ -341,6 +341,18 @@ static int runRank(int rank, int n, ncclUniqueId id) {
   ok(rank, ncclAllReduce(&one, &members, 1, ncclInt32, ncclSum, half, 0), "ncclAllReduce on split", half);
   if (members != (n + 1 - rank % 2) / 2) fail(rank, "split size");
   ok(rank, ncclCommDestroy(half), "ncclCommDestroy half", NULL);
+  /* A healthy shrink without rank 0 (which does not call it): the others sum ones on it. */
+  int zero = 0;
+  ncclComm_t shrunk = NULL;
+  if (ncclCommShrink(comm, &zero, 1, &shrunk, NULL, 7) != ncclInvalidArgument || shrunk != NULL) fail(rank, "shrink flags 7");
+  if (rank != 0 && n > 1) {
+    ok(rank, ncclCommShrink(comm, &zero, 1, &shrunk, NULL, NCCL_SHRINK_DEFAULT), "ncclCommShrink", comm);
+    int me = -1;
+    ok(rank, ncclCommUserRank(shrunk, &me), "ncclCommUserRank of shrunk", shrunk);
+    ok(rank, ncclAllReduce(&one, &members, 1, ncclInt32, ncclSum, shrunk, 0), "ncclAllReduce on shrunk", shrunk);
+    if (members != n - 1 || me != rank - 1) fail(rank, "shrunk size or rank");
+    ok(rank, ncclCommDestroy(shrunk), "ncclCommDestroy shrunk", NULL);
+  }
   ok(rank, ncclCommFinalize(comm), "ncclCommFinalize", comm);
   ok(rank, ncclCommDestroy(comm), "ncclCommDestroy", NULL);
   if (ncclAllReduce(&one, &members, 1, ncclInt32, ncclSum, comm, 0) != ncclInvalidArgument) fail(rank, "destroyed comm accepted");
