@@ -67,7 +67,28 @@ ConfluxBackend::ConfluxBackend(const c10::intrusive_ptr<c10d::Store>& store, int
       spin_(static_cast<unsigned>(size) <= std::thread::hardware_concurrency()),
       worker_(spin_) {}
 
+ConfluxBackend::ConfluxBackend(std::shared_ptr<Communicator> comm)
+    : c10d::Backend(comm->rank(), comm->size()),
+      comm_(std::move(comm)),
+      cuda_(std::make_shared<CudaPath>(comm_)),
+      spin_(static_cast<unsigned>(comm_->size()) <= std::thread::hardware_concurrency()),
+      worker_(spin_) {}
+
 ConfluxBackend::~ConfluxBackend() { shutdown(); }
+
+c10::intrusive_ptr<c10d::Backend> ConfluxBackend::shrink(const std::vector<int64_t>& ranksToExclude, int shrinkFlags,
+                                                         const c10::intrusive_ptr<Options>& /*optsOverride*/) {
+  TORCH_CHECK(shrinkFlags == 0 || shrinkFlags == 1, "conflux shrink: shrink_flags ", shrinkFlags,
+              " is neither SHRINK_DEFAULT (0) nor SHRINK_ABORT (1)");
+  const bool abortFirst = shrinkFlags == 1;
+  // SHRINK_DEFAULT: what this group queued completes first (as Conflux's own queue does).
+  if (!abortFirst) {
+    worker_.waitIdle();
+    cuda_->synchronize("shrink");
+  }
+  std::vector<int> exclude(ranksToExclude.begin(), ranksToExclude.end());
+  return c10::make_intrusive<ConfluxBackend>(comm_->shrink(exclude, abortFirst));
+}
 
 c10::intrusive_ptr<c10d::Backend> ConfluxBackend::create(const c10::intrusive_ptr<c10d::Store>& store, int rank,
                                                          int size, const std::chrono::duration<float>& timeout) {

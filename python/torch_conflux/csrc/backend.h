@@ -40,6 +40,8 @@ using Op = std::function<Finish()>;
 class ConfluxBackend : public c10d::Backend {
  public:
   ConfluxBackend(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size, std::chrono::milliseconds timeout);
+  // Over a communicator made by a shrink.
+  explicit ConfluxBackend(std::shared_ptr<Communicator> comm);
   ~ConfluxBackend() override;
 
   // The creator torch.distributed.Backend.register_backend calls: (store, rank, size, timeout).
@@ -48,6 +50,14 @@ class ConfluxBackend : public c10d::Backend {
 
   const std::string getBackendName() const override { return "conflux"; }
   bool supportsCoalescing() const override { return true; }
+
+  // torch.distributed.shrink_group: cfxCommShrink (SHRINK_ABORT: this group's work in progress
+  // fails first; SHRINK_DEFAULT: it completes first). The new backend has the survivors, in order.
+  bool supportsShrinking() const override { return true; }
+  c10::intrusive_ptr<c10d::Backend> shrink(const std::vector<int64_t>& ranksToExclude, int shrinkFlags,
+                                           const c10::intrusive_ptr<Options>& optsOverride) override;
+  // cfxCommGetFailedRanks (torch_conflux.failed_ranks).
+  std::vector<int> failedRanks() const { return comm_->failedRanks(); }
   void startCoalescing() override;
   c10::intrusive_ptr<c10d::Work> endCoalescing() override;
 

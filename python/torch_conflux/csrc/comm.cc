@@ -55,7 +55,28 @@ Communicator::Communicator(const c10::intrusive_ptr<c10d::Store>& store, int ran
   }
 }
 
+Communicator::Communicator(cfxComm_t comm, int rank, int size) : comm_(comm), rank_(rank), size_(size) {}
+
 Communicator::~Communicator() { destroy(); }
+
+std::shared_ptr<Communicator> Communicator::shrink(const std::vector<int>& exclude, bool abortFirst) const {
+  cfxComm_t shrunk = nullptr;
+  check(cfxCommShrink(comm_, exclude.data(), static_cast<int>(exclude.size()), &shrunk, nullptr,
+                      abortFirst ? CFX_SHRINK_ABORT : CFX_SHRINK_DEFAULT),
+        "shrink");
+  int rank = -1, size = -1;
+  cfxCommUserRank(shrunk, &rank);
+  cfxCommCount(shrunk, &size);
+  return std::make_shared<Communicator>(shrunk, rank, size);
+}
+
+std::vector<int> Communicator::failedRanks() const {
+  std::vector<int> failed(static_cast<size_t>(size_));
+  int count = 0;
+  check(cfxCommGetFailedRanks(comm_, failed.data(), size_, &count), "failed_ranks");
+  failed.resize(static_cast<size_t>(count));
+  return failed;
+}
 
 void Communicator::check(cfxResult_t r, const char* op) const {
   if (r == cfxSuccess) return;

@@ -6,7 +6,9 @@
 
 #include <atomic>
 #include <chrono>
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "conflux/conflux.h"
 
@@ -19,6 +21,8 @@ class Communicator {
   // rank 0 publishes under "conflux/uid/<k>". `timeout` becomes the communicator's per-wait
   // timeout (cfxConfig_t.timeoutMs). Throws c10::DistBackendError naming this rank on failure.
   Communicator(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size, std::chrono::milliseconds timeout);
+  // Takes over `comm` (a communicator cfxCommShrink made).
+  Communicator(cfxComm_t comm, int rank, int size);
   ~Communicator();
   Communicator(const Communicator&) = delete;
   Communicator& operator=(const Communicator&) = delete;
@@ -30,6 +34,12 @@ class Communicator {
   // Throws c10::DistBackendError "conflux <op> failed on rank R of N: <result>: <Conflux's message>"
   // unless r is cfxSuccess.
   void check(cfxResult_t r, const char* op) const;
+
+  // cfxCommShrink without `exclude` (group ranks); `abortFirst`: CFX_SHRINK_ABORT. Throws
+  // c10::DistBackendError on failure.
+  std::shared_ptr<Communicator> shrink(const std::vector<int>& exclude, bool abortFirst) const;
+  // cfxCommGetFailedRanks: the ranks whose processes are gone.
+  std::vector<int> failedRanks() const;
 
   // From any thread: operations in progress fail with cfxAborted, later ones at once.
   void abort() noexcept;
