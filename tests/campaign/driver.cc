@@ -10,7 +10,8 @@
 // Every failure prints its seed and the command that reproduces it.
 //
 //   campaign [--runs N] [--seed S] [--timeout SECONDS] [--results FILE] [--verbose] [--worker PATH]
-//            [--only FAULT]   (FAULT as job.cc names it, e.g. "SIGKILL": the other seeds are skipped)
+//            [--only FAULT]   (FAULT as job.cc names it, e.g. "SIGKILL", or "shrink" for the jobs whose
+//                              survivors shrink: the other seeds are skipped)
 #include <signal.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
@@ -61,6 +62,8 @@ struct Totals {
       crashed = 0;  // crashed: a rank killed by a signal it was not meant to get, or exiting non-zero
   int acrossHosts = 0;  // jobs laid out across two namespace hosts
   int notInjected = 0;  // 'shared memory too small' drawn without root (run clean, reported)
+  int shrinks = 0, shrinkFailures = 0;  // survivors that shrank after the fault, and that could not
+  long worstShrinkMs = 0;
   long worstMs = 0;
   std::string worstJob;
   std::map<std::string, int> byFault;
@@ -412,6 +415,22 @@ void runJob(const Options& o, uint64_t seed, Totals& t) {
       ++t.unnamed;
       fail("rank " + std::to_string(r) + "'s error does not say " + missing + ": " + line);
     }
+    if (job.shrinks()) {
+      // Then it shrank without the faulty rank, alone, and the new communicator was exact.
+      std::string second;
+      std::getline(in, second);
+      const std::string want = "shrink ok ";
+      const std::string excluded = " excluded " + std::to_string(job.faultRank);
+      if (second.rfind(want, 0) != 0 || second.size() < excluded.size() ||
+          second.compare(second.size() - excluded.size(), excluded.size(), excluded) != 0) {
+        ++t.shrinkFailures;
+        fail("rank " + std::to_string(r) + " did not shrink without rank " + std::to_string(job.faultRank) + ": " +
+             (second.empty() ? "no shrink reported" : second));
+      } else {
+        ++t.shrinks;
+        t.worstShrinkMs = std::max(t.worstShrinkMs, std::atol(second.c_str() + want.size()));
+      }
+    }
   }
 
   // Shared memory of the job's communicators is gone once every rank is.
@@ -458,6 +477,8 @@ void writeResults(const Options& o, const Totals& t, double seconds) {
   for (const auto& [k, v] : t.byFault) f << " " << k << " " << v << ";";
   f << "\n\nJobs across two namespace hosts: " << t.acrossHosts << ".\n";
   f << "\nWorst time to error: " << t.worstJob << ".\n";
+  f << "\nSurvivors that shrank after a rank was killed or exited: " << t.shrinks << " (failed: " << t.shrinkFailures
+    << "; slowest shrink " << t.worstShrinkMs << " ms).\n";
   for (const auto& l : t.failures) f << "\n    " << l << "\n";
 }
 
@@ -487,15 +508,17 @@ int runCampaign(int argc, char** argv) {
   const auto t0 = Clock::now();
   for (int i = 0; i < o.runs; ++i) {
     const uint64_t seed = o.seed + static_cast<uint64_t>(i);
-    if (!o.only.empty() && o.only != faultName(Job::fromSeed(seed).fault)) continue;
+    const Job drawn = Job::fromSeed(seed, !o.hosts.empty());
+    if (!o.only.empty() && o.only != faultName(drawn.fault) && !(o.only == "shrink" && drawn.shrinks())) continue;
     runJob(o, seed, t);
   }
   const double secs = std::chrono::duration<double>(Clock::now() - t0).count();
   std::printf("campaign: %d runs (seeds %llu-%llu) in %.0f s: %d passed, %d hangs, %d wrong results, %d survivors "
               "without an error, %d unnamed, %d slow, %d leftovers in shared memory, %d outlived, %d crashes; worst time to "
-              "error %ld ms; %d jobs across two hosts\n",
+              "error %ld ms; %d jobs across two hosts; %d survivors shrank (%d could not, slowest %ld ms)\n",
               t.runs, static_cast<unsigned long long>(o.seed), static_cast<unsigned long long>(o.seed + o.runs - 1), secs,
-              t.passed, t.hangs, t.wrong, t.noError, t.unnamed, t.slow, t.leftovers, t.outlived, t.crashed, t.worstMs, t.acrossHosts);
+              t.passed, t.hangs, t.wrong, t.noError, t.unnamed, t.slow, t.leftovers, t.outlived, t.crashed, t.worstMs, t.acrossHosts,
+              t.shrinks, t.shrinkFailures, t.worstShrinkMs);
   if (t.notInjected > 0) {
     std::printf("campaign: %d drawn 'shared memory too small' faults were not injected (mounting a tmpfs needs root) "
                 "and ran clean\n", t.notInjected);

@@ -8,7 +8,9 @@
 // aborting it from another thread, or (across hosts) setting its host's link down, at a random
 // step; or shared memory too small for the job at init (a 1 MiB tmpfs as CFX_SHM_DIR, which needs
 // root: without it that job runs clean). The layout is drawn apart from the rest, so a one-host
-// job is the same whether namespace hosts are there or not.
+// job is the same whether namespace hosts are there or not. After a rank is killed or exits, the
+// survivors also recover (shrinks()): they ask cfxCommGetFailedRanks who is gone, shrink without
+// it (CFX_SHRINK_ABORT) and check the new communicator exactly.
 #pragma once
 
 #include <cstdint>
@@ -44,6 +46,8 @@ struct Job {
 
   // twoHosts: namespace hosts are there, so the seed may draw a layout across two of them.
   static Job fromSeed(uint64_t seed, bool twoHosts = false);
+  // The survivors shrink after the fault (a rank killed, or exiting without destroying).
+  bool shrinks() const { return fault == Fault::kKill || fault == Fault::kExit; }
   int hostOf(int rank) const { return hosts == 1 || rank < hostRanks[0] ? 0 : 1; }
   int localRank(int rank) const { return rank - (hostOf(rank) == 0 ? 0 : hostRanks[0]); }
   // The same step on every rank (the mismatching rank changes its count itself).

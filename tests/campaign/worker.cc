@@ -1,6 +1,8 @@
 // One rank of a campaign job (tests/campaign/job.h): runs the job's steps, checks every result
 // exactly, injects the job's fault when it is the faulty rank, and writes one line to
-// <outdir>/rank<R>: "ok <wrong results>" or "error <code> <ms the failing call took> <message>".
+// <outdir>/rank<R>: "ok <wrong results>" or "error <code> <ms the failing call took> <message>";
+// a survivor of a job that shrinks (Job::shrinks) adds a second: "shrink ok <ms> excluded <ranks>"
+// or "shrink error <code> <ms> <message>".
 //
 //   campaign_worker SEED OUTDIR [hosts]   (the rendezvous, CFX_RANK and CFX_NRANKS from the driver;
 //                                          "hosts": the job was drawn with namespace hosts there)
@@ -135,6 +137,48 @@ cfxResult_t issue(const Job& job, const Step& st, int me, size_t count, const vo
   return r;
 }
 
+// After the failure: the ranks that are gone, a shrink without them, and an exact AllReduce and
+// Send/Recv ring on the new communicator. Returns the report's second line.
+std::string recover(cfxComm_t comm) {
+  int n = 0;
+  cfxCommCount(comm, &n);
+  std::vector<int> failed(static_cast<size_t>(n));
+  int count = 0;
+  const auto t0 = Clock::now();
+  auto ms = [&] { return std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t0).count()); };
+  auto error = [&](cfxResult_t r, const char* what, cfxComm_t c) {
+    std::string msg = cfxGetLastError(c);
+    for (char& ch : msg) ch = ch == '\n' ? ' ' : ch;
+    return "shrink error " + std::to_string(r) + " " + ms() + " " + what + ": " + msg;
+  };
+  cfxResult_t r = cfxCommGetFailedRanks(comm, failed.data(), n, &count);
+  if (r != cfxSuccess) return error(r, "cfxCommGetFailedRanks", comm);
+  cfxComm_t sub = nullptr;
+  r = cfxCommShrink(comm, failed.data(), count, &sub, nullptr, CFX_SHRINK_ABORT);
+  if (r != cfxSuccess) return error(r, "cfxCommShrink", comm);
+  const std::string took = ms();
+  int m = 0, me = 0;
+  cfxCommCount(sub, &m);
+  cfxCommUserRank(sub, &me);
+  std::vector<int64_t> in(7, me + 1), out(7, 0), ring(7, -1);
+  r = cfxAllReduce(in.data(), out.data(), in.size(), cfxInt64, cfxSum, sub, nullptr);
+  if (r == cfxSuccess) {
+    cfxGroupStart();
+    cfxSend(in.data(), in.size(), cfxInt64, (me + 1) % m, sub, nullptr);
+    cfxRecv(ring.data(), ring.size(), cfxInt64, (me + m - 1) % m, sub, nullptr);
+    r = cfxGroupEnd();
+  }
+  std::string line = r != cfxSuccess ? error(r, "a call on the shrunk communicator", sub) : "";
+  if (line.empty() && (out[6] != int64_t{m} * (m + 1) / 2 || ring[6] != (me + m - 1) % m + 1)) {
+    line = "shrink error 0 " + took + " wrong results on the shrunk communicator";
+  }
+  cfxCommDestroy(sub);
+  if (!line.empty()) return line;
+  line = "shrink ok " + took + " excluded";
+  for (int i = 0; i < count; ++i) line += " " + std::to_string(failed[i]);
+  return line;
+}
+
 int run(uint64_t seed, const std::string& outdir, bool twoHosts) {
   const Job job = Job::fromSeed(seed, twoHosts);
   const int me = std::atoi(std::getenv("CFX_RANK"));
@@ -224,8 +268,10 @@ int run(uint64_t seed, const std::string& outdir, bool twoHosts) {
     if (r != cfxSuccess) {
       std::string msg = aborted ? "aborted" : cfxGetLastError(comm);
       for (char& c : msg) c = c == '\n' ? ' ' : c;
-      report("error " + std::to_string(r) + " " + std::to_string(ms) + " step " + std::to_string(s) + " " +
-             collName(st.coll) + ": " + msg);
+      std::string line = "error " + std::to_string(r) + " " + std::to_string(ms) + " step " + std::to_string(s) + " " +
+                         collName(st.coll) + ": " + msg;
+      if (job.shrinks() && !aborted) line += "\n" + recover(comm);
+      report(line);
       cfxStreamDestroy(stream);
       if (!aborted) cfxCommDestroy(comm);
       return 0;
