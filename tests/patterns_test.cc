@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "hier/hier_ops.h"
+#include "vector_coll.h"
 #include "patterns/double_binary_tree.h"
 #include "patterns/halving_doubling.h"
 #include "patterns/ring.h"
@@ -181,3 +182,20 @@ TEST(NetCostModel, ChoosesByScale) {
 
 }  // namespace
 }  // namespace conflux::patterns
+
+// The padded path of AllGatherv/ReduceScatterv across hosts (vector_coll.h): only across hosts,
+// above the check's line, and within the padding allowed.
+TEST(VectorPadding, WhenBlocksArePaddedToTheLargest) {
+  using conflux::paddedBlock;
+  const std::vector<size_t> even(4, 1000), near{1000, 1100, 900, 1050}, uneven{0, 4000, 10, 10};
+  EXPECT_EQ(paddedBlock(even, 4, 2, 0.25, 1024), 1000u);
+  EXPECT_EQ(paddedBlock(even, 4, 1, 0.25, 1024), 0u);        // one host: rank to rank
+  EXPECT_EQ(paddedBlock(near, 4, 2, 0.25, 1024), 1100u);     // 4400 against 4050: 8.6% more
+  EXPECT_EQ(paddedBlock(near, 4, 2, 0.05, 1024), 0u);        // more than 5%
+  EXPECT_EQ(paddedBlock(uneven, 4, 3, 0.25, 1024), 0u);      // 16000 against 4020
+  EXPECT_EQ(paddedBlock(even, 4, 2, 0.0, 1024), 0u);         // CFX_VCOLL_PADDING=0
+  EXPECT_EQ(paddedBlock({64, 64}, 4, 2, 0.25, 1024), 0u);    // 512 bytes travel in the check
+  EXPECT_EQ(paddedBlock({128, 128, 0}, 4, 2, 1.0, 1024), 0u);  // exactly the line: still in it
+  EXPECT_EQ(paddedBlock({129, 128}, 4, 2, 0.25, 1024), 129u);
+  EXPECT_EQ(paddedBlock({}, 4, 2, 0.25, 1024), 0u);
+}

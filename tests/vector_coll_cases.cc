@@ -28,13 +28,17 @@ struct Draw {
 };
 
 // Uneven counts: about a third zeros, the rest up to `most`; one large count where `large` is set.
+// `nearlyEven`: every count within 10% below `most`, no zeros (across hosts, AllGatherv and
+// ReduceScatterv then take the padded hierarchical path: vector_coll.h).
 struct CountSet {
   size_t most;
   bool large;
+  bool nearlyEven = false;
 };
-constexpr CountSet kCountSets[] = {{0, false}, {7, false}, {1031, false}, {64, true}};
+constexpr CountSet kCountSets[] = {{0, false}, {7, false}, {1031, false}, {64, true}, {3000, false, true}};
 
 size_t drawCount(Draw& d, const CountSet& cs) {
+  if (cs.nearlyEven) return cs.most - d.below(cs.most / 10);
   if (cs.most == 0 || d.below(3) == 0) return 0;
   return 1 + d.below(cs.most);
 }

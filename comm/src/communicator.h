@@ -24,6 +24,7 @@
 #include "hosts.h"
 #include "ops/tuning.h"
 #include "rendezvous.h"
+#include "scratch_pool.h"
 #include "topology/model.h"
 #include "topology/plan.h"
 #include "transport/net/transport.h"
@@ -58,6 +59,8 @@ class Communicator {
   Engine& engine() { return *engine_; }
   const Tuning& tuning() const { return tuning_; }
   const HostMap& hosts() const { return hosts_; }
+  // Temporaries kept between calls (scratch_pool.h).
+  ScratchPool& scratch() const { return *scratch_; }
   const topology::Topology& topology() const { return *topo_; }
   // The plan for this host's ranks (init), or the parent's (split: ranks keep their binding).
   const topology::Plan& plan() const { return plan_; }
@@ -124,6 +127,7 @@ class Communicator {
   topology::Plan plan_;
   topology::RankPlan self_;  // this rank's line of the plan made at init (kept through splits)
   std::vector<int> localNuma_;  // the NUMA node of each rank of this host, by local rank
+  std::shared_ptr<ScratchPool> scratch_ = std::make_shared<ScratchPool>();
   std::function<void(const std::string&)> failureSink_;
   std::unique_ptr<flight::Recorder> recorder_;  // null when CFX_FLIGHT_RECORDER_ENTRIES=0
   // Collective calls made so far (ops are built in call order, on the calling thread): the call

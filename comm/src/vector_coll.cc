@@ -1,5 +1,6 @@
 #include "vector_coll.h"
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 
@@ -39,6 +40,10 @@ struct State {
   // Every rank's input travelled in the check: the blocks are read from `lines`, no Send/Recv.
   bool inLines = false;
   std::vector<std::vector<std::byte>> received;  // ReduceScatterv: one block per peer
+  // The padded path (paddedBlock): the block, in elements, and its buffers (AllGatherv: one of n
+  // blocks, gathered in place; ReduceScatterv: n blocks in, one out).
+  size_t pad = 0;
+  std::shared_ptr<ScratchPool::Buffer> padIn, padOut;
 
   size_t countWords() const { return 2 * static_cast<size_t>(n) + 1; }
   size_t dataWords() const { return kMailboxBytes / 8 > countWords() ? kMailboxBytes / 8 - countWords() : 0; }
@@ -153,7 +158,8 @@ class CheckOp : public Op {
  private:
   void copyOwnBlock() {
     State& s = *s_;
-    if (s.a.kind == VectorKind::kReduceScatterv) return;  // the reduction reads it where it is
+    // The reduction reads it where it is; the padded path copies it out with the others.
+    if (s.a.kind == VectorKind::kReduceScatterv || s.pad > 0) return;
     const size_t bytes = s.a.sendCounts[s.me] * s.esize;
     std::byte* to = s.recvPtr(s.me);
     const std::byte* from = s.sendPtr(s.me);
@@ -219,6 +225,80 @@ class HeldOp : public Op {
   std::unique_ptr<Op> inner_;
 };
 
+// 2'. The padded path: the hierarchical collective on padded blocks, held until the check has
+// passed (paddedBlock guarantees the data did not travel in the check's lines).
+class PaddedOp : public Op {
+ public:
+  PaddedOp(std::shared_ptr<State> s, std::unique_ptr<Op> inner) : s_(std::move(s)), inner_(std::move(inner)) {
+    flightId = inner_->flightId;
+    inner_->flightId = 0;
+  }
+  bool progress(Context& ctx) override {
+    if (done_ || !s_->agreed) return false;
+    if (s_->inLines) throw Error(Status::kInternalError, "v-collective: padded path with data in the check");
+    if (!packed_) {
+      pack();
+      packed_ = true;
+    }
+    const bool moved = inner_->progress(ctx);
+    if (!inner_->done()) return moved;
+    unpack();
+    done_ = true;
+    return true;
+  }
+  bool done() const override { return done_; }
+  std::string describe(const Context& ctx) const override {
+    std::string s = std::string(vectorKindName(s_->a.kind)) + " on blocks padded to " + std::to_string(s_->pad) +
+                    " elements: " + inner_->describe(ctx);
+    return s_->agreed ? s : s + ", held until every rank's counts are checked";
+  }
+  void waitingOn(const Context& ctx, std::vector<int>& ranks) const override {
+    if (s_->agreed) inner_->waitingOn(ctx, ranks);
+  }
+  void waitingAcross(std::vector<int>& ranks) const override {
+    if (s_->agreed) inner_->waitingAcross(ranks);
+  }
+  // Not before it starts: a message of the check that arrived before its receive would otherwise
+  // read as one of a call this rank had finished.
+  std::string crossedCall() const override { return s_->agreed ? inner_->crossedCall() : std::string(); }
+  uint32_t callSeq() const override { return inner_->callSeq(); }
+
+ private:
+  // Into the padded input, when the call runs: AllGatherv this rank's block at its place;
+  // ReduceScatterv every block at its place (the padding stays zero).
+  void pack() {
+    State& s = *s_;
+    const size_t block = s.pad * s.esize;
+    if (s.a.kind == VectorKind::kAllGatherv) {
+      const size_t bytes = s.a.sendCounts[s.me] * s.esize;
+      if (bytes > 0) std::memcpy(s.padIn->data() + s.me * block, s.sendPtr(s.me), bytes);
+      return;
+    }
+    for (int r = 0; r < s.n; ++r) {
+      const size_t bytes = s.a.sendCounts[r] * s.esize;
+      if (bytes > 0) std::memcpy(s.padIn->data() + r * block, s.sendPtr(r), bytes);
+    }
+  }
+  void unpack() {
+    State& s = *s_;
+    const size_t block = s.pad * s.esize;
+    if (s.a.kind == VectorKind::kReduceScatterv) {
+      const size_t bytes = s.a.recvCounts[s.me] * s.esize;
+      if (bytes > 0) std::memcpy(s.a.recv, s.padOut->data(), bytes);
+      return;
+    }
+    for (int r = 0; r < s.n; ++r) {
+      const size_t bytes = s.a.recvCounts[r] * s.esize;
+      if (bytes > 0) std::memmove(s.recvPtr(r), s.padIn->data() + r * block, bytes);
+    }
+  }
+
+  std::shared_ptr<State> s_;
+  std::unique_ptr<Op> inner_;
+  bool packed_ = false;
+  bool done_ = false;
+};
+
 // 3. ReduceScatterv's reduction of this rank's block, once every block has arrived.
 class ReduceReceivedOp : public Op {
  public:
@@ -275,6 +355,18 @@ class ReduceReceivedOp : public Op {
 
 }  // namespace
 
+size_t paddedBlock(const std::vector<size_t>& counts, size_t esize, int nhosts, double maxPadding, size_t lineBytes) {
+  if (nhosts < 2 || counts.empty() || maxPadding <= 0) return 0;
+  size_t total = 0, largest = 0;
+  for (size_t c : counts) {
+    total += c;
+    largest = std::max(largest, c);
+  }
+  if (total * esize <= lineBytes) return 0;
+  const double padded = static_cast<double>(largest) * static_cast<double>(counts.size());
+  return padded <= static_cast<double>(total) * (1.0 + maxPadding) ? largest : 0;
+}
+
 std::vector<std::unique_ptr<Op>> makeVectorCollective(const Communicator& comm, VectorArgs args) {
   auto s = std::make_shared<State>();
   s->n = comm.size();
@@ -298,6 +390,24 @@ std::vector<std::unique_ptr<Op>> makeVectorCollective(const Communicator& comm, 
   std::vector<std::unique_ptr<Op>> ops;
   CollArgs gather{Coll::kAllGather, s->line.data(), s->lines.data(), s->width(), cfxUint64, cfxSum, -1};
   ops.push_back(std::make_unique<CheckOp>(s, comm.collective(gather, vectorKindName(s->a.kind))));
+  // The counts every rank passes alike: AllGatherv's recvcounts, ReduceScatterv's recvcounts.
+  const std::vector<size_t>& even = s->a.kind == VectorKind::kAllGatherv ? s->a.recvCounts : s->a.sendCounts;
+  if (s->a.kind != VectorKind::kAlltoAllv) {
+    s->pad = paddedBlock(even, s->esize, comm.hosts().nhosts(), comm.tuning().vcollPadding, s->dataWords() * 8);
+  }
+  if (s->pad > 0) {
+    const size_t block = s->pad * s->esize;
+    s->padIn = comm.scratch().take(block * n);
+    if (s->a.kind == VectorKind::kAllGatherv) {
+      CollArgs g{Coll::kAllGather, s->padIn->data() + me * block, s->padIn->data(), s->pad, s->a.datatype, cfxSum, -1};
+      ops.push_back(std::make_unique<PaddedOp>(s, comm.collective(g, "AllGatherv")));
+    } else {
+      s->padOut = comm.scratch().take(block);
+      CollArgs rs{Coll::kReduceScatter, s->padIn->data(), s->padOut->data(), s->pad, s->a.datatype, s->a.op, -1};
+      ops.push_back(std::make_unique<PaddedOp>(s, comm.collective(rs, "ReduceScatterv")));
+    }
+    return ops;
+  }
   // Sends to the next ranks in ring order and receives from the previous ones, so that not every
   // rank starts with rank 0; they all progress together (one per peer and direction).
   std::vector<const Op*> recvs;

@@ -10,6 +10,10 @@
 //     Communicator::send/recv);
 //  3. for ReduceScatterv, a collective that waits for its receives and reduces them with this
 //     rank's own block, in rank order, so the result does not depend on arrival order.
+// Across hosts, an AllGatherv or ReduceScatterv whose counts are close to even takes instead of 2-3
+// the hierarchical AllGather or ReduceScatter (hier/) on blocks padded to the largest count
+// (paddedBlock), held until the check has passed: its blocks then cross each link once per host
+// pair rather than once per rank pair. ReduceScatterv's result is then ReduceScatter's, bit for bit.
 // Counts and displacements are in elements; arrays are indexed by communicator rank.
 #pragma once
 
@@ -37,6 +41,12 @@ struct VectorArgs {
   cfxDataType_t datatype;
   cfxRedOp_t op;  // ReduceScatterv only
 };
+
+// The padded block (elements) an AllGatherv or ReduceScatterv of `counts` (one per rank, every
+// rank's the same) takes across `nhosts` hosts, or 0 for rank to rank: when it spans hosts, moves
+// more than `lineBytes` (below, the data travels in the check), and padding every block to the
+// largest count adds at most `maxPadding` (a fraction) to the data. Pure, unit-tested.
+size_t paddedBlock(const std::vector<size_t>& counts, size_t esize, int nhosts, double maxPadding, size_t lineBytes);
 
 // The batch for one call (argument checks were done by the caller).
 std::vector<std::unique_ptr<Op>> makeVectorCollective(const Communicator& comm, VectorArgs args);

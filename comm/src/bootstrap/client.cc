@@ -3,12 +3,17 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <thread>
 
 #include "common/error.h"
 #include "conflux/conflux.h"
 #include "topology/host_id.h"
 
 namespace conflux::bootstrap {
+
+namespace {
+constexpr auto kRetryRefused = std::chrono::milliseconds(20);
+}  // namespace
 
 Client Client::join(const UniqueIdData& id, int nranks, int rank, std::chrono::milliseconds timeout,
                     bool rootListens) {
@@ -20,8 +25,6 @@ Client Client::join(const UniqueIdData& id, int nranks, int rank, std::chrono::m
   constexpr auto kHearTheRoot = std::chrono::seconds(3);
   c.deadline_ = std::chrono::steady_clock::now() + timeout + kHearTheRoot;
   c.root_ = id.root.str();
-  c.sock_ = net::connectWithRetry(id.root, c.deadline_, rootListens);
-  c.local_ = net::localAddress(c.sock_);
   Hello h;
   h.libVersion = CFX_VERSION_CODE;
   h.nranks = nranks;
@@ -29,8 +32,21 @@ Client Client::join(const UniqueIdData& id, int nranks, int rank, std::chrono::m
   h.pid = static_cast<int32_t>(getpid());
   h.hostId = topology::hostId();
   auto f = frame(MsgType::kHello, c.secret_, encodeHello(h));
-  c.sock_.sendAll(f.data(), f.size(), c.deadline_);
-  c.peers_ = decodeWelcome(c.readFrame(MsgType::kWelcome));
+  for (;;) {
+    c.sock_ = net::connectWithRetry(id.root, c.deadline_, rootListens);
+    c.local_ = net::localAddress(c.sock_);
+    c.sock_.sendAll(f.data(), f.size(), c.deadline_);
+    try {
+      c.peers_ = decodeWelcome(c.readFrame(MsgType::kWelcome));
+      break;
+    } catch (const Error&) {
+      // On a socket that outlives one root (a shrink's), an earlier attempt's root may still be
+      // serving it, and refuses this attempt's secret: the next root takes over shortly.
+      if (!rootListens || !c.refused_ || std::chrono::steady_clock::now() + kRetryRefused > c.deadline_) throw;
+      c.refused_ = false;
+      std::this_thread::sleep_for(kRetryRefused);
+    }
+  }
   if (static_cast<int>(c.peers_.size()) != nranks) {
     throw Error(Status::kInternalError, "bootstrap welcome lists " + std::to_string(c.peers_.size()) + " ranks");
   }
@@ -53,6 +69,7 @@ std::vector<uint8_t> Client::readFrame(MsgType expected) {
   }
   std::string bad = validateHeader(h, secret_);
   if (!bad.empty() && isRefusal(h)) {
+    refused_ = true;
     std::string why(h.length, '\0');
     if (h.length > 0) sock_.recvAll(why.data(), why.size(), deadline_);
     throw Error(Status::kInvalidUsage, "bootstrap: the root at " + root_ + " refused rank " + std::to_string(rank_) +

@@ -18,7 +18,8 @@ class Client {
   // Connects and sends this rank's hello; returns once all ranks joined. Throws Error with the
   // root's message on a job-level error (kInvalidUsage) or on timeout.
   // `rootListens`: the root's socket listens already (cfxCommShrink), so a refused connection
-  // means its process is gone and fails at once.
+  // means its process is gone and fails at once, while a root that refuses this rank's secret is
+  // an earlier attempt's, still serving the socket: the rank tries again until the timeout.
   static Client join(const UniqueIdData& id, int nranks, int rank, std::chrono::milliseconds timeout,
                      bool rootListens = false);
 
@@ -42,6 +43,7 @@ class Client {
   std::chrono::steady_clock::time_point deadline_;
   std::vector<PeerInfo> peers_;
   net::SockAddr local_;
+  bool refused_ = false;  // the root refused this rank's secret
 };
 
 }  // namespace conflux::bootstrap

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstring>
 #include <map>
+#include <set>
 #include <memory>
 #include <thread>
 #include <vector>
@@ -40,7 +41,9 @@ struct Conn {
 class RootServer {
  public:
   RootServer(net::Socket listen, const Secret& secret, std::chrono::milliseconds timeout, KnownRanks known = {})
-      : listen_(std::move(listen)), secret_(secret), deadline_(Clock::now() + timeout), known_(std::move(known)) {}
+      : listen_(std::move(listen)), secret_(secret), deadline_(Clock::now() + timeout), known_(std::move(known)) {
+    if (known_.earlier) generation_ = known_.earlier->begin();
+  }
 
   void run() {
     net::setNonBlocking(listen_.fd(), true);
@@ -51,7 +54,8 @@ class RootServer {
                 " (CFX_BOOTSTRAP_TIMEOUT)");
         return;
       }
-      const bool accepting = jobError_.empty() || !known_.whyGone;
+      // A root on a shrink's socket serves it until a later attempt's root starts there.
+      const bool accepting = !known_.earlier || known_.earlier->latest() == generation_;
       std::vector<pollfd> fds{{listen_.fd(), static_cast<short>(accepting ? POLLIN : 0), 0}};
       for (auto& c : conns_) fds.push_back({c->sock.fd(), POLLIN, 0});
       int rc = ::poll(fds.data(), fds.size(), 100);
@@ -70,7 +74,11 @@ class RootServer {
   bool finished() const {
     // A failed shrink's root accepts no more (the next attempt's root serves the socket's queue),
     // and ends once those it accepted heard why.
-    if (!jobError_.empty() && known_.whyGone) return conns_.empty();
+    // A failed shrink's root ends once every survivor that is still there has heard why (or a later
+    // attempt's root took the socket over, and tells late ones: FailedAttempts).
+    if (!jobError_.empty() && known_.whyGone) {
+      return conns_.empty() && (allHeard_ || known_.earlier->latest() != generation_);
+    }
     if (!jobError_.empty()) return informed_ >= std::max(nranks_, 1);
     return formed_ && conns_.empty();
   }
@@ -159,10 +167,16 @@ class RootServer {
   }
 
   // KnownRanks: a rank that has not joined and never will fails the job now.
+  // After a failure: whether each one has heard it or is gone.
   void checkKnownRanks() {
-    if (!known_.whyGone || formed_ || !jobError_.empty() || Clock::now() < nextKnownCheck_) return;
+    if (!known_.whyGone || formed_ || Clock::now() < nextKnownCheck_) return;
     nextKnownCheck_ = Clock::now() + std::chrono::milliseconds(250);
+    bool allHeard = true;
     for (int r = 0; r < known_.nranks; ++r) {
+      if (!jobError_.empty()) {
+        allHeard = allHeard && (told_.count(r) != 0 || !known_.whyGone(r).empty());
+        continue;
+      }
       if (byRank_.count(r) != 0) continue;
       std::string why = known_.whyGone(r);
       if (!why.empty()) {
@@ -170,6 +184,7 @@ class RootServer {
         return;
       }
     }
+    allHeard_ = !jobError_.empty() && allHeard;
   }
 
   void expireHandshakes() {
@@ -244,10 +259,11 @@ class RootServer {
     }
   }
 
-  void sendError(Conn& c, const std::string& msg) {
+  void sendError(Conn& c, const std::string& msg, int rank) {
     std::string m = msg.substr(0, kMaxMessageBytes);
     send(c, MsgType::kError, std::vector<uint8_t>(m.begin(), m.end()));
     ++informed_;
+    told_.insert(rank);
     c.sock.close();
     c.closed = true;
   }
@@ -263,13 +279,13 @@ class RootServer {
     for (auto& c : conns_) {
       if (!c->closed && c->rank >= 0) joined.push_back(c.get());
     }
-    for (Conn* c : ownProcessLast(joined)) sendError(*c, jobError_);
+    for (Conn* c : ownProcessLast(joined)) sendError(*c, jobError_, c->rank);
     byRank_.clear();
   }
 
   void onHello(Conn& c, const Hello& h) {
     if (!jobError_.empty()) {
-      sendError(c, jobError_);
+      sendError(c, jobError_, h.rank);
       return;
     }
     if (formed_) {
@@ -390,10 +406,15 @@ class RootServer {
   uint64_t exchanged_ = 0;
   StatusMsg barrierStatus_;
   KnownRanks known_;
+  uint64_t generation_ = 0;  // this root's attempt on a shrink's socket
+  std::set<int> told_;       // ranks (of their hellos) sent the job's error
+  bool allHeard_ = false;    // after a failure: every known rank has heard it or is gone
   Clock::time_point nextKnownCheck_{};
 };
 
 }  // namespace
+
+uint64_t FailedAttempts::begin() { return latest_.fetch_add(1) + 1; }
 
 void FailedAttempts::add(const Secret& secret, const std::string& error) {
   std::lock_guard<std::mutex> lock(mu_);

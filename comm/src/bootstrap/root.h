@@ -10,6 +10,7 @@
 // It owns all of its state and exits on completion, on error, or after the bootstrap timeout.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <functional>
 #include <memory>
@@ -32,14 +33,20 @@ net::SockAddr startRoot(const net::SockAddr& bindAddr, const Secret& secret, std
 // (for example "(pid 42) exited") fails the job at once, naming that rank, instead of at the
 // timeout. `whyGone` runs on the root's thread and must own what it reads.
 //
-// The roots of successive attempts on one socket share `earlier`: a rank that is still joining an
-// attempt that failed hears that attempt's error from the next root, rather than "wrong secret".
+// The roots of successive attempts on one socket share `earlier`: only the latest accepts, and a
+// rank that is still joining an attempt that failed hears that attempt's error from the next root,
+// rather than "wrong secret". (A rank of the next attempt that an earlier root refused before the
+// next one started retries: Client::join's rootListens.)
 class FailedAttempts {
  public:
+  // A new attempt: its generation, the latest from now on.
+  uint64_t begin();
+  uint64_t latest() const { return latest_.load(); }
   void add(const Secret& secret, const std::string& error);
   std::optional<std::pair<Secret, std::string>> find(const uint8_t* secret) const;
 
  private:
+  std::atomic<uint64_t> latest_{0};
   mutable std::mutex mu_;
   std::vector<std::pair<Secret, std::string>> attempts_;
 };

@@ -65,6 +65,8 @@ Tuning Tuning::fromEnv(int localRanks) {
   std::string reg = env::getString("CFX_REGISTERED");
   if (reg != "0" && reg != "1") throw Error(Status::kInvalidArgument, "CFX_REGISTERED must be 0 or 1");
   t.registered = reg == "1";
+  t.vcollPadding = env::getDouble("CFX_VCOLL_PADDING");
+  if (!(t.vcollPadding >= 0)) throw Error(Status::kInvalidArgument, "CFX_VCOLL_PADDING must be >= 0");
   int64_t regMin = env::getInt("CFX_REGISTERED_MIN_BYTES");
   if (regMin < 0) throw Error(Status::kInvalidArgument, "CFX_REGISTERED_MIN_BYTES must be >= 0");
   t.registeredMinBytes = static_cast<size_t>(regMin);

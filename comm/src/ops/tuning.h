@@ -44,6 +44,9 @@ struct Tuning {
   // CFX_REGISTERED=0: never). Off for communicators that span hosts.
   bool registered = true;
   size_t registeredMinBytes = 0;
+  // Across hosts, AllGatherv and ReduceScatterv padded to the largest count by at most this
+  // fraction take the hierarchical collective (CFX_VCOLL_PADDING; vector_coll.h).
+  double vcollPadding = 0.25;
   // AllGather and Broadcast stop using it here: beyond, the staged path with streaming stores
   // moves less memory (measured; perf/RESULTS.md).
   static constexpr size_t kCmaMaxGatherBytes = 16 << 20;
