@@ -213,29 +213,32 @@ TEST(MultiHostFault, RankKilledOnAnotherHost) {
   }, o);
 }
 
-// Shrink across hosts: rank 0 (the bootstrap's and the first host's) killed during an AllReduce,
-// and the last rank (on the last host) during an AlltoAll; the survivors find the victim with
-// cfxCommGetFailedRanks (its rendezvous socket refuses, or its pid is gone), shrink without it
-// (no rank 0, no new bootstrap from the launcher) and the new communicator, across the hosts that
+// Shrink across hosts: a rank killed during each collective, rank 0 (the bootstrap's, on the first
+// host) and the last rank (on the last host) in turn; the survivors find the victim with
+// cfxCommGetFailedRanks (its rendezvous socket refuses, or its pid is gone), shrink without it (no
+// rank 0, no new bootstrap from the launcher) and the new communicator, across the hosts that
 // remain, is exact.
-class MultiHostShrink : public ::testing::TestWithParam<bool> {};
+class MultiHostShrink : public ::testing::TestWithParam<C> {};
 
 TEST_P(MultiHostShrink, KilledRankShrunkAway) {
   REQUIRE_LAYOUT(n);
-  const bool first = GetParam();
-  const int victim = first ? 0 : n - 1;
+  const C c = GetParam();
+  const int victim = static_cast<int>(c) % 2 == 0 ? 0 : n - 1;
   RunOptions o;
   o.expectKilled = {victim};
   o.env = {"CFX_TIMEOUT=10"};
   runRanks(n, [&](Rank& rk) {
     double secs = 0;
-    ASSERT_EQ(killAndShrink(rk, victim, first ? C::kAllReduce : C::kAlltoAll, &secs), "");
-    std::printf("[shrink] %d ranks across hosts, rank %d killed: rank %d shrank in %.3f s\n", n, victim, rk.rank, secs);
+    ASSERT_EQ(killAndShrink(rk, victim, c, &secs), "");
+    std::printf("[shrink] %d ranks across hosts, rank %d killed in %s: rank %d shrank in %.3f s\n", n, victim,
+                collName(c), rk.rank, secs);
   }, o);
 }
 
-INSTANTIATE_TEST_SUITE_P(Victim, MultiHostShrink, ::testing::Values(true, false),
-                         [](const auto& info) { return info.param ? "RankZero" : "LastRank"; });
+INSTANTIATE_TEST_SUITE_P(Each, MultiHostShrink,
+                         ::testing::Values(C::kAllReduce, C::kReduce, C::kBroadcast, C::kAllGather, C::kReduceScatter,
+                                           C::kAlltoAll, C::kSendRecv, C::kAlltoAllv),
+                         [](const auto& info) { return std::string(collName(info.param)); });
 
 // The last host's link goes down mid-AllReduce (inside its namespace): no FIN, no reset, just
 // silence. Every rank fails within CFX_TIMEOUT + a few seconds instead of hanging.
