@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "coll_case.h"
+#include "exact_cases.h"
 #include "harness.h"
 #include "shrink_cases.h"
 #include "vector_coll_cases.h"
@@ -89,6 +90,14 @@ TEST_P(ForcedNetAlgo, AllReduceExact) {
 
 INSTANTIATE_TEST_SUITE_P(Algos, ForcedNetAlgo, ::testing::Values("ring", "tree", "rhd", "flat"),
                          [](const auto& info) { return std::string(info.param); });
+
+// The exact reductions across hosts (exact_coll.h): the one-host suite's cases, each element the
+// correctly rounded sum of inputs that depend only on the rank count, so every layout of n ranks
+// (and the one-host suite at n ranks) must give the same bits.
+TEST(MultiHostExact, CorrectlyRoundedWhateverTheLayout) {
+  REQUIRE_LAYOUT(n);
+  runRanks(n, [](Rank& rk) { ASSERT_EQ(exactMatrix(rk), ""); });
+}
 
 // Send/Recv between every ordered pair, in one group per rank (sizes differ per pair, so a
 // message delivered to the wrong receive is caught).

@@ -9,6 +9,7 @@
 
 #include "bootstrap/client.h"
 #include "ops/call_tag.h"
+#include "reduce/kernels.h"
 #include "common/env.h"
 #include "common/log.h"
 #include "shm_layout.h"
@@ -34,6 +35,7 @@ Communicator::Communicator(uint64_t hash, int rank, std::vector<pid_t> pids, Hos
   const int host = hosts_.hostOf[rank_];
   const auto& mates = hosts_.ranksOn[host];
   tuning_ = Tuning::fromEnv(static_cast<int>(mates.size()));
+  reduceExact_ = opts.reduceExact >= 0 ? opts.reduceExact == 1 : env::getInt("CFX_REDUCE_EXACT") != 0;
   // Registered buffers serve the shared-memory collectives of one host (ops/zero_copy.h).
   if (hosts_.nhosts() > 1) tuning_.registered = false;
   std::vector<pid_t> localPids;
@@ -220,6 +222,11 @@ std::unique_ptr<Communicator> Communicator::form(bootstrap::Client& client, cons
 std::unique_ptr<Op> Communicator::recorded(std::unique_ptr<Op> op, const flight::Call& call) const {
   if (recorder_) op->flightId = recorder_->add(call);
   return op;
+}
+
+cfxRedOp_t Communicator::effectiveOp(cfxRedOp_t op, cfxDataType_t type) const {
+  if (reduceExact_ && (op == cfxSum || op == cfxAvg)) op = op == cfxSum ? cfxSumExact : cfxAvgExact;
+  return reduce::isFloatType(type) ? op : reduce::plainOp(op);
 }
 
 std::unique_ptr<Op> Communicator::collective(const CollArgs& a, const char* flightName) const {

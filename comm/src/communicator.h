@@ -35,6 +35,7 @@ class Communicator {
  public:
   struct Options {
     int timeoutMs = -1;  // > 0 overrides CFX_TIMEOUT
+    int reduceExact = -1;  // 0 or 1 overrides CFX_REDUCE_EXACT
   };
 
   static std::unique_ptr<Communicator> init(const bootstrap::UniqueIdData& id, int nranks, int rank, Options opts);
@@ -58,6 +59,11 @@ class Communicator {
   Context& context() { return *ctx_; }
   Engine& engine() { return *engine_; }
   const Tuning& tuning() const { return tuning_; }
+  // cfxSum and cfxAvg on floating-point data are exact on this communicator (cfxConfig_t::reduceExact).
+  bool reduceExact() const { return reduceExact_; }
+  // The op a call runs: the exact one where it was asked for, by the call or by the communicator;
+  // the plain one on integer data, which is exact already.
+  cfxRedOp_t effectiveOp(cfxRedOp_t op, cfxDataType_t type) const;
   const HostMap& hosts() const { return hosts_; }
   // Temporaries kept between calls (scratch_pool.h).
   ScratchPool& scratch() const { return *scratch_; }
@@ -123,6 +129,7 @@ class Communicator {
   Rendezvous rendezvous_;
   Tuning tuning_;
   std::string netReason_;
+  bool reduceExact_ = false;
   std::shared_ptr<const topology::Topology> topo_;
   topology::Plan plan_;
   topology::RankPlan self_;  // this rank's line of the plan made at init (kept through splits)

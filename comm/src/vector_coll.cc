@@ -392,7 +392,7 @@ std::vector<std::unique_ptr<Op>> makeVectorCollective(const Communicator& comm, 
   ops.push_back(std::make_unique<CheckOp>(s, comm.collective(gather, vectorKindName(s->a.kind))));
   // The counts every rank passes alike: AllGatherv's recvcounts, ReduceScatterv's recvcounts.
   const std::vector<size_t>& even = s->a.kind == VectorKind::kAllGatherv ? s->a.recvCounts : s->a.sendCounts;
-  if (s->a.kind != VectorKind::kAlltoAllv) {
+  if (s->a.kind != VectorKind::kAlltoAllv && !reduce::isExactOp(s->a.op)) {
     s->pad = paddedBlock(even, s->esize, comm.hosts().nhosts(), comm.tuning().vcollPadding, s->dataWords() * 8);
   }
   if (s->pad > 0) {

@@ -23,6 +23,7 @@
 
 #include "conflux/conflux.h"
 #include "ops/op.h"
+#include "scratch_pool.h"
 
 namespace conflux {
 
@@ -39,7 +40,9 @@ struct VectorArgs {
   // ReduceScatterv: the receive counts are recvcounts[me] from every rank, into temporaries.
   std::vector<size_t> sendCounts, sendDispls, recvCounts, recvDispls;
   cfxDataType_t datatype;
-  cfxRedOp_t op;  // ReduceScatterv only
+  cfxRedOp_t op;  // ReduceScatterv only; an exact op never takes the padded path (it reduces partial sums)
+  // A temporary that `send` or `recv` points into, kept while the call's operations live.
+  std::shared_ptr<ScratchPool::Buffer> keep = nullptr;
 };
 
 // The padded block (elements) an AllGatherv or ReduceScatterv of `counts` (one per rank, every

@@ -87,7 +87,15 @@ typedef enum CFX_ENUM_BASE {
   cfxMax = 2,
   cfxMin = 3,
   cfxAvg = 4,
-  cfxNumOps = 5
+  cfxNumOps = 5,
+  /* Conflux extension, outside NCCL's range as NCCL's own custom ops are: the exact reductions.
+   * Each output element is the exact sum of every rank's element (Avg: divided by the number of
+   * ranks) rounded once to nearest even, so its bits do not depend on the algorithm, the message
+   * size, the number of hosts or the transport. Integer types are exact already: there they are
+   * cfxSum and cfxAvg. A communicator whose config sets reduceExact (or CFX_REDUCE_EXACT=1) makes
+   * every cfxSum and cfxAvg on floating-point data exact. README, "Exact reductions". */
+  cfxSumExact = 64,
+  cfxAvgExact = 65
 } cfxRedOp_t;
 
 /* Passed as `color` to cfxCommSplit: this rank joins no new communicator (newcomm = NULL). */
@@ -100,12 +108,14 @@ typedef struct {
   unsigned int version;   /* CFX_VERSION_CODE, set by the initializer */
   int blocking;           /* 1 (default): calls complete before returning; 0 is accepted and behaves the same */
   int timeoutMs;          /* per-wait timeout in milliseconds; CFX_CONFIG_UNDEF_INT: CFX_TIMEOUT or the default */
+  int reduceExact;        /* 1: cfxSum and cfxAvg on floating-point data are cfxSumExact and cfxAvgExact; 0: not;
+                             CFX_CONFIG_UNDEF_INT: CFX_REDUCE_EXACT (default 0), or the parent's for split and shrink */
 } cfxConfig_t;
 
 #define CFX_CONFIG_MAGIC 0xcf7c0f16u
 #define CFX_CONFIG_UNDEF_INT (-2147483647 - 1)
 #define CFX_CONFIG_INITIALIZER \
-  { sizeof(cfxConfig_t), CFX_CONFIG_MAGIC, CFX_VERSION_CODE, 1, CFX_CONFIG_UNDEF_INT }
+  { sizeof(cfxConfig_t), CFX_CONFIG_MAGIC, CFX_VERSION_CODE, 1, CFX_CONFIG_UNDEF_INT, CFX_CONFIG_UNDEF_INT }
 
 /* Version and errors. */
 CFX_API cfxResult_t cfxGetVersion(int* version);

@@ -1,6 +1,8 @@
 // Entry points for collectives and point-to-point operations: check every argument, then hand
 // the operation to the communicator's engine (or to the open group).
 #include "api/entry.h"
+#include "exact_coll.h"
+#include "reduce/kernels.h"
 
 using conflux::Coll;
 using conflux::CollArgs;
@@ -12,6 +14,17 @@ namespace {
 
 std::unique_ptr<conflux::Op> collective(const conflux::Communicator& c, const CollArgs& a) {
   return c.collective(a);
+}
+
+// A reducing collective, with the op the communicator makes of it: an exact one across hosts is a
+// batch of its own (exact_coll.h).
+void submitReducing(cfxComm_t comm, conflux::Communicator& c, cfxStream_t stream, CollArgs a) {
+  a.op = c.effectiveOp(a.op, a.datatype);
+  if (conflux::reduce::isExactOp(a.op) && c.hosts().nhosts() > 1 && a.count > 0) {
+    submitAll(comm, c, stream, conflux::makeExactAcrossHosts(c, a));
+    return;
+  }
+  submit(comm, c, stream, collective(c, a));
 }
 
 }  // namespace
@@ -27,7 +40,7 @@ cfxResult_t cfxAllReduce(const void* sendbuff, void* recvbuff, size_t count, cfx
     checkBuffer(sendbuff, bytes, "sendbuff");
     checkBuffer(recvbuff, bytes, "recvbuff");
     checkOverlap(sendbuff, bytes, recvbuff, bytes, recvbuff, "sendbuff == recvbuff");
-    submit(comm, c, stream, collective(c, CollArgs{Coll::kAllReduce, sendbuff, recvbuff, count, datatype, op, -1}));
+    submitReducing(comm, c, stream, CollArgs{Coll::kAllReduce, sendbuff, recvbuff, count, datatype, op, -1});
   });
 }
 
@@ -45,7 +58,7 @@ cfxResult_t cfxReduce(const void* sendbuff, void* recvbuff, size_t count, cfxDat
       checkBuffer(recvbuff, bytes, "recvbuff");
       checkOverlap(sendbuff, bytes, recvbuff, bytes, recvbuff, "sendbuff == recvbuff");
     }
-    submit(comm, c, stream, collective(c, CollArgs{Coll::kReduce, sendbuff, recvbuff, count, datatype, op, root}));
+    submitReducing(comm, c, stream, CollArgs{Coll::kReduce, sendbuff, recvbuff, count, datatype, op, root});
   });
 }
 
@@ -93,7 +106,7 @@ cfxResult_t cfxReduceScatter(const void* sendbuff, void* recvbuff, size_t recvco
     // In place: recvbuff == sendbuff + rank * recvcount; expressed as "recvbuff is at that spot".
     const void* inPlaceRecv = sendbuff ? static_cast<const char*>(sendbuff) + recvBytes * c.rank() : nullptr;
     checkOverlap(recvbuff, recvBytes, sendbuff, sendBytes, inPlaceRecv, "recvbuff == sendbuff + rank * recvcount");
-    submit(comm, c, stream, collective(c, CollArgs{Coll::kReduceScatter, sendbuff, recvbuff, recvcount, datatype, op, -1}));
+    submitReducing(comm, c, stream, CollArgs{Coll::kReduceScatter, sendbuff, recvbuff, recvcount, datatype, op, -1});
   });
 }
 

@@ -37,6 +37,13 @@ conflux::Communicator::Options optionsFrom(const cfxConfig_t* config) {
     if (config->timeoutMs <= 0) throw Error(Status::kInvalidArgument, "config->timeoutMs must be positive");
     o.timeoutMs = config->timeoutMs;
   }
+  // A config from before the field existed is shorter: the field is then unset.
+  if (config->size >= offsetof(cfxConfig_t, reduceExact) + sizeof(int) && config->reduceExact != CFX_CONFIG_UNDEF_INT) {
+    if (config->reduceExact != 0 && config->reduceExact != 1) {
+      throw Error(Status::kInvalidArgument, "config->reduceExact must be 0 or 1");
+    }
+    o.reduceExact = config->reduceExact;
+  }
   return o;
 }
 
@@ -138,6 +145,7 @@ cfxResult_t cfxCommSplit(cfxComm_t comm, int color, int key, cfxComm_t* newcomm,
     }
     auto opts = optionsFrom(config);
     CommRef ref(comm);
+    if (opts.reduceExact < 0) opts.reduceExact = ref->reduceExact() ? 1 : 0;
     if (auto child = ref->split(color, key, opts)) *newcomm = newHandle(std::move(child));
   });
 }
@@ -175,6 +183,7 @@ cfxResult_t cfxCommShrink(cfxComm_t comm, const int* excludeRanks, int excludeCo
                                                 "): excluded ranks do not call cfxCommShrink");
     }
     auto opts = optionsFrom(config);
+    if (opts.reduceExact < 0) opts.reduceExact = ref->reduceExact() ? 1 : 0;
     *newcomm = newHandle(ref->shrink(excluded, flags == CFX_SHRINK_ABORT, opts));
   });
 }

@@ -120,7 +120,7 @@ cfxResult_t cfxReduceScatterv(const void* sendbuff, void* recvbuff, const size_t
                  "recvbuff == sendbuff + (recvcounts[0] + ... + recvcounts[rank - 1])");
     // Every rank receives its own count from each rank.
     VectorArgs a{VectorKind::kReduceScatterv, sendbuff, recvbuff, counts, std::move(offsets),
-                 std::vector<size_t>(n, counts[me]), std::vector<size_t>(n, 0), datatype, op};
+                 std::vector<size_t>(n, counts[me]), std::vector<size_t>(n, 0), datatype, c.effectiveOp(op, datatype)};
     submitAll(comm, c, stream, makeVectorCollective(c, std::move(a)));
   });
 }

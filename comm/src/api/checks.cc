@@ -21,9 +21,9 @@ void checkDatatype(cfxDataType_t type) {
 }
 
 void checkOp(cfxRedOp_t op) {
-  if (static_cast<int>(op) < 0 || static_cast<int>(op) >= cfxNumOps) {
+  if ((static_cast<int>(op) < 0 || static_cast<int>(op) >= cfxNumOps) && op != cfxSumExact && op != cfxAvgExact) {
     invalid("invalid reduction op " + std::to_string(static_cast<int>(op)) + " (valid: 0.." +
-            std::to_string(cfxNumOps - 1) + ")");
+            std::to_string(cfxNumOps - 1) + ", cfxSumExact, cfxAvgExact)");
   }
 }
 

@@ -148,7 +148,9 @@ std::unique_ptr<Op> makeReducingCollective(const CollArgs& a, const Tuning& tuni
   if (tuning.choose(a.count * reduce::dataTypeSize(a.datatype), nranks, a.coll == Coll::kReduce) == Algo::kDirect) {
     return std::make_unique<DirectAllReduceOp>(a);
   }
-  if (tuning.domains >= 2) return makeTwoLevelAllReduce(a);
+  // Two-level reduces each domain's partial sum first: not for an exact op, whose kernel must see
+  // every rank's input at once.
+  if (tuning.domains >= 2 && !reduce::isExactOp(a.op)) return makeTwoLevelAllReduce(a);
   return std::make_unique<AllReduceOp>(a);
 }
 

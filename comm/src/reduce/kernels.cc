@@ -34,6 +34,8 @@ const char* dataTypeName(cfxDataType_t type) {
 
 const char* redOpName(cfxRedOp_t op) {
   static const char* const kNames[cfxNumOps] = {"sum", "prod", "max", "min", "avg"};
+  if (op == cfxSumExact) return "sum_exact";
+  if (op == cfxAvgExact) return "avg_exact";
   return (op >= 0 && op < cfxNumOps) ? kNames[op] : "invalid";
 }
 

@@ -17,6 +17,9 @@ using ReduceFn = void (*)(void* dst, const void* const* srcs, int nsrc, size_t c
 struct KernelTable {
   const char* isa;
   ReduceFn fn[cfxNumTypes][cfxNumOps];
+  // cfxSumExact and cfxAvgExact (exact_sum.h): [type][0] sums, [type][1] averages. Integer types
+  // hold their Sum and Avg kernels (integer sums are exact already).
+  ReduceFn exact[cfxNumTypes][2];
 };
 
 const KernelTable& kernelsGeneric();
@@ -29,8 +32,23 @@ bool cpuHasAvx512Bf16();
 // The best table this CPU supports.
 const KernelTable& kernels();
 
+// Whether `op` is one of the exact reductions, and the plain op it rounds exactly.
+constexpr bool isExactOp(cfxRedOp_t op) { return op == cfxSumExact || op == cfxAvgExact; }
+constexpr cfxRedOp_t plainOp(cfxRedOp_t op) {
+  return op == cfxSumExact ? cfxSum : op == cfxAvgExact ? cfxAvg : op;
+}
+// Whether the datatype is floating point (the exact reductions differ from the plain ones there).
+constexpr bool isFloatType(cfxDataType_t t) {
+  return t == cfxFloat16 || t == cfxFloat32 || t == cfxFloat64 || t == cfxBfloat16 || t == cfxFloat8e4m3 ||
+         t == cfxFloat8e5m2;
+}
+
 inline void reduce(void* dst, const void* const* srcs, int nsrc, size_t count, cfxDataType_t type, cfxRedOp_t op,
                    int divisor) {
+  if (isExactOp(op)) {
+    kernels().exact[type][op == cfxAvgExact ? 1 : 0](dst, srcs, nsrc, count, divisor);
+    return;
+  }
   kernels().fn[type][op](dst, srcs, nsrc, count, divisor);
 }
 

@@ -6,6 +6,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "reduce/exact_impl.h"
 #include "reduce/float_formats.h"
 #include "reduce/kernels.h"
 #include "reduce/narrow_simd.h"
@@ -172,6 +173,16 @@ KernelTable buildTable(const char* isa) {
   fillRow<Bf16Traits>(t.fn[cfxBfloat16]);
   fillRow<Fp8Traits<true>>(t.fn[cfxFloat8e4m3]);
   fillRow<Fp8Traits<false>>(t.fn[cfxFloat8e5m2]);
+  for (int type = 0; type < cfxNumTypes; ++type) {
+    t.exact[type][0] = t.fn[type][cfxSum];
+    t.exact[type][1] = t.fn[type][cfxAvg];
+  }
+  fillExactRow<ExactF64>(t.exact[cfxFloat64]);
+  fillExactRow<ExactF32>(t.exact[cfxFloat32]);
+  fillExactRow<ExactNarrow<NarrowF16>>(t.exact[cfxFloat16]);
+  fillExactRow<ExactNarrow<NarrowBf16>>(t.exact[cfxBfloat16]);
+  fillExactRow<ExactNarrow<NarrowFp8<true>>>(t.exact[cfxFloat8e4m3]);
+  fillExactRow<ExactNarrow<NarrowFp8<false>>>(t.exact[cfxFloat8e5m2]);
   return t;
 }
 

@@ -1,0 +1,45 @@
+#include "exact_coll.h"
+
+#include "communicator.h"
+#include "ops/collective.h"
+#include "reduce/type_size.h"
+#include "vector_coll.h"
+
+namespace conflux {
+
+std::vector<std::unique_ptr<Op>> makeExactAcrossHosts(const Communicator& comm, const CollArgs& a) {
+  const int n = comm.size(), me = comm.rank();
+  const size_t es = reduce::dataTypeSize(a.datatype);
+  if (a.coll == Coll::kReduceScatter) {
+    std::vector<size_t> offsets(n);
+    for (int r = 0; r < n; ++r) offsets[r] = a.count * r;
+    return makeVectorCollective(comm, VectorArgs{VectorKind::kReduceScatterv, a.send, a.recv,
+                                                 std::vector<size_t>(n, a.count), std::move(offsets),
+                                                 std::vector<size_t>(n, a.count), std::vector<size_t>(n, 0), a.datatype,
+                                                 a.op});
+  }
+  std::vector<size_t> counts(n), offsets(n);
+  for (int r = 0; r < n; ++r) {
+    size_t lo, hi;
+    sliceOf(a.count, es, r, n, lo, hi);
+    offsets[r] = lo;
+    counts[r] = hi - lo;
+  }
+  std::shared_ptr<ScratchPool::Buffer> temp;
+  auto* out = static_cast<std::byte*>(a.recv);
+  if (a.coll == Coll::kReduce && me != a.root) {
+    temp = comm.scratch().take(a.count * es);
+    out = temp->data();
+  }
+  std::byte* slice = out + offsets[me] * es;
+  auto ops = makeVectorCollective(comm, VectorArgs{VectorKind::kReduceScatterv, a.send, slice, counts, offsets,
+                                                   std::vector<size_t>(n, counts[me]), std::vector<size_t>(n, 0),
+                                                   a.datatype, a.op, temp});
+  auto gather = makeVectorCollective(comm, VectorArgs{VectorKind::kAllGatherv, slice, out,
+                                                      std::vector<size_t>(n, counts[me]), std::vector<size_t>(n, 0),
+                                                      counts, offsets, a.datatype, cfxSum, temp});
+  for (auto& op : gather) ops.push_back(std::move(op));
+  return ops;
+}
+
+}  // namespace conflux
