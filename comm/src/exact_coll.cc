@@ -7,16 +7,18 @@
 
 namespace conflux {
 
-std::vector<std::unique_ptr<Op>> makeExactAcrossHosts(const Communicator& comm, const CollArgs& a) {
+std::vector<std::vector<std::unique_ptr<Op>>> makeExactAcrossHosts(const Communicator& comm, const CollArgs& a) {
+  std::vector<std::vector<std::unique_ptr<Op>>> batches;
   const int n = comm.size(), me = comm.rank();
   const size_t es = reduce::dataTypeSize(a.datatype);
   if (a.coll == Coll::kReduceScatter) {
     std::vector<size_t> offsets(n);
     for (int r = 0; r < n; ++r) offsets[r] = a.count * r;
-    return makeVectorCollective(comm, VectorArgs{VectorKind::kReduceScatterv, a.send, a.recv,
-                                                 std::vector<size_t>(n, a.count), std::move(offsets),
-                                                 std::vector<size_t>(n, a.count), std::vector<size_t>(n, 0), a.datatype,
-                                                 a.op});
+    batches.push_back(makeVectorCollective(comm, VectorArgs{VectorKind::kReduceScatterv, a.send, a.recv,
+                                                            std::vector<size_t>(n, a.count), std::move(offsets),
+                                                            std::vector<size_t>(n, a.count), std::vector<size_t>(n, 0),
+                                                            a.datatype, a.op}));
+    return batches;
   }
   std::vector<size_t> counts(n), offsets(n);
   for (int r = 0; r < n; ++r) {
@@ -32,14 +34,13 @@ std::vector<std::unique_ptr<Op>> makeExactAcrossHosts(const Communicator& comm, 
     out = temp->data();
   }
   std::byte* slice = out + offsets[me] * es;
-  auto ops = makeVectorCollective(comm, VectorArgs{VectorKind::kReduceScatterv, a.send, slice, counts, offsets,
-                                                   std::vector<size_t>(n, counts[me]), std::vector<size_t>(n, 0),
-                                                   a.datatype, a.op, temp});
-  auto gather = makeVectorCollective(comm, VectorArgs{VectorKind::kAllGatherv, slice, out,
-                                                      std::vector<size_t>(n, counts[me]), std::vector<size_t>(n, 0),
-                                                      counts, offsets, a.datatype, cfxSum, temp});
-  for (auto& op : gather) ops.push_back(std::move(op));
-  return ops;
+  batches.push_back(makeVectorCollective(comm, VectorArgs{VectorKind::kReduceScatterv, a.send, slice, counts, offsets,
+                                                          std::vector<size_t>(n, counts[me]), std::vector<size_t>(n, 0),
+                                                          a.datatype, a.op, temp}));
+  batches.push_back(makeVectorCollective(comm, VectorArgs{VectorKind::kAllGatherv, slice, out,
+                                                          std::vector<size_t>(n, counts[me]), std::vector<size_t>(n, 0),
+                                                          counts, offsets, a.datatype, cfxSum, temp}));
+  return batches;
 }
 
 }  // namespace conflux

@@ -83,6 +83,7 @@ int main(int argc, char** argv) {
   std::printf("# memcpy of the same bytes: %.2f GB/s\n", memcpyGBs);
   std::printf("# %-9s", "type");
   for (int op = 0; op < cfxNumOps; ++op) std::printf(" %7s %5s %6s", redOpName(static_cast<cfxRedOp_t>(op)), "out%", "moved%");
+  std::printf(" %9s %9s", "sum_exact", "avg_exact");  // GB/s of output, the exact kernels (exact_sum.h)
   std::printf("\n");
   for (int t = 0; t < cfxNumTypes; ++t) {
     auto type = static_cast<cfxDataType_t>(t);
@@ -97,6 +98,13 @@ int main(int argc, char** argv) {
       double gbs = bytes / sec / 1e9;
       double moved = 100.0 * gbs * (nsrc + 1) / (2 * memcpyGBs);
       std::printf(" %7.2f %4.0f%% %5.0f%%", gbs, 100.0 * gbs / memcpyGBs, moved);
+    }
+    for (int avg = 0; avg < 2; ++avg) {
+      double sec = medianSeconds([&] {
+        table.exact[t][avg](dst.data(), ptrs.data(), nsrc, count, nsrc);
+        asm volatile("" ::: "memory");
+      });
+      std::printf(" %9.2f", bytes / sec / 1e9);
     }
     std::printf("\n");
   }

@@ -25,7 +25,9 @@ class Result:
         return "\n".join(f"--- rank {r} (exit {c}) ---\n{o}" for r, (c, o) in enumerate(zip(self.codes, self.outputs)))
 
 
-def run(script: str, nranks: int, *args: str, timeout: float = 240, env: dict | None = None) -> Result:
+def run(script: str, nranks: int, *args: str, timeout: float = 240, env: dict | None = None,
+        rank_env=None) -> Result:
+    """`env`: extra variables for every rank; `rank_env(rank)`: more for one rank (a dict)."""
     port = free_port()
     procs = []
     start = time.monotonic()
@@ -34,6 +36,7 @@ def run(script: str, nranks: int, *args: str, timeout: float = 240, env: dict | 
                  LOCAL_WORLD_SIZE=str(nranks), MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port),
                  OMP_NUM_THREADS="1", PYTHONUNBUFFERED="1")
         e.update(env or {})
+        e.update(rank_env(rank) if rank_env else {})
         procs.append(subprocess.Popen([sys.executable, str(HERE / script), *args], env=e,
                                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
     outputs = [""] * nranks

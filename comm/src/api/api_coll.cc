@@ -21,7 +21,7 @@ std::unique_ptr<conflux::Op> collective(const conflux::Communicator& c, const Co
 void submitReducing(cfxComm_t comm, conflux::Communicator& c, cfxStream_t stream, CollArgs a) {
   a.op = c.effectiveOp(a.op, a.datatype);
   if (conflux::reduce::isExactOp(a.op) && c.hosts().nhosts() > 1 && a.count > 0) {
-    submitAll(comm, c, stream, conflux::makeExactAcrossHosts(c, a));
+    for (auto& batch : conflux::makeExactAcrossHosts(c, a)) submitAll(comm, c, stream, std::move(batch));
     return;
   }
   submit(comm, c, stream, collective(c, a));

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 #include <vector>
 
 #include "reduce/exact_sum.h"
@@ -14,10 +15,11 @@
 namespace conflux::reduce {
 namespace {
 
-// Per floating-point datatype: how an element becomes a double (exactly), and how a double that is
-// exact (Sum) or rounded to odd (Avg; exact_sum.h) becomes the element, rounded once.
+// Per floating-point datatype: the type the fast path sums in (Acc; every element converts to it
+// exactly), and how an exact Acc (Sum) or an exact sum divided (Avg) becomes the element, rounded once.
 struct ExactF64 {
   using Store = double;
+  using Acc = double;
   static constexpr const ExactFormat& kFormat = kExactF64;
   static double load(double v) { return v; }
   static double store(double exact) { return exact; }
@@ -25,19 +27,24 @@ struct ExactF64 {
 };
 struct ExactF32 {
   using Store = float;
+  using Acc = double;
   static constexpr const ExactFormat& kFormat = kExactF32;
   static double load(float v) { return v; }
   static float store(double exact) { return static_cast<float>(exact); }
   static float storeAvg(double s, double divisor) { return static_cast<float>(quotientToOdd(s, divisor)); }
 };
-// The narrow formats: from the double through float by round-to-odd, then their own rounding.
+// The narrow formats sum in float (twice the lanes of double; an exact float sum is rounded once by
+// the format's own conversion). Avg: the quotient through double and float by round-to-odd.
 template <class Narrow>
 struct ExactNarrow {
   using Store = typename Narrow::Store;
+  using Acc = float;
   static constexpr const ExactFormat& kFormat = Narrow::kFormat;
-  static double load(Store v) { return Narrow::toFloat(v); }
-  static Store store(double exact) { return Narrow::fromFloat(roundOddToFloat(exact)); }
-  static Store storeAvg(double s, double divisor) { return Narrow::fromFloat(roundOddToFloat(quotientToOdd(s, divisor))); }
+  static float load(Store v) { return Narrow::toFloat(v); }
+  static Store store(float exact) { return Narrow::fromFloat(exact); }
+  static Store storeAvg(float s, double divisor) {
+    return Narrow::fromFloat(roundOddToFloat(quotientToOdd(s, divisor)));
+  }
 };
 struct NarrowF16 {
   using Store = uint16_t;
@@ -66,9 +73,11 @@ struct NarrowFp8 {
 template <class Tr, bool Avg>
 void exactKernel(void* dstv, const void* const* srcs, int nsrc, size_t count, int divisor) {
   using S = typename Tr::Store;
-  constexpr size_t kBlock = 256;
-  double sum[kBlock];
-  int64_t inexact[kBlock];
+  using A = typename Tr::Acc;
+  using Flag = std::conditional_t<sizeof(A) == 8, int64_t, int32_t>;  // lane width of A: vectorises
+  constexpr size_t kBlock = 512;
+  A sum[kBlock];
+  Flag inexact[kBlock];
   S out[kBlock];
   std::vector<double> xs(static_cast<size_t>(nsrc));
   auto* dst = static_cast<S*>(dstv);
@@ -82,27 +91,31 @@ void exactKernel(void* dstv, const void* const* srcs, int nsrc, size_t count, in
     for (int k = 1; k < nsrc; ++k) {
       const S* sk = static_cast<const S*>(srcs[k]) + base;
       for (size_t i = 0; i < n; ++i) {
-        const double a = sum[i], b = Tr::load(sk[i]);
-        const double t = a + b;
-        const double bv = t - a;
-        const double err = (a - (t - bv)) + (b - bv);
+        const A a = sum[i], b = Tr::load(sk[i]);
+        const A t = a + b;
+        const A bv = t - a;
+        const A err = (a - (t - bv)) + (b - bv);
         inexact[i] |= err != 0 ? 1 : 0;
         sum[i] = t;
       }
     }
     // Every element from its double (a loop without branches, so it vectorises), then the flagged
     // ones again from exactSum (rare in real data).
+    Flag any = 0;
     for (size_t i = 0; i < n; ++i) {
-      const double v = sum[i] - sum[i] == 0 ? sum[i] : 0.0;  // infinities and NaN: flagged, redone below
+      const bool finite = sum[i] - sum[i] == 0;
+      inexact[i] |= finite ? 0 : 1;  // infinities and NaN: redone below
+      any |= inexact[i];
+      const A v = finite ? sum[i] : A{0};
       out[i] = Avg ? Tr::storeAvg(v, divisor) : Tr::store(v);
     }
-    for (size_t i = 0; i < n; ++i) {
-      if (inexact[i] == 0 && std::isfinite(sum[i])) continue;
+    for (size_t i = 0; any != 0 && i < n; ++i) {
+      if (inexact[i] == 0) continue;
       for (int k = 0; k < nsrc; ++k) xs[k] = Tr::load(static_cast<const S*>(srcs[k])[base + i]);
       const double r = exactSum(xs.data(), nsrc, Tr::kFormat, Avg, divisor);
-      out[i] = Tr::store(r);  // r is a value of the format: no rounding here
+      out[i] = Tr::store(static_cast<A>(r));  // r is a value of the format: no rounding here
     }
-    std::memcpy(dst + base, out, n * sizeof(S));  // after every read of the block's sources
+    for (size_t i = 0; i < n; ++i) dst[base + i] = out[i];  // after every read of the block's sources
   }
 }
 
