@@ -341,6 +341,14 @@ static int runRank(int rank, int n, ncclUniqueId id) {
   ok(rank, ncclAllReduce(&one, &members, 1, ncclInt32, ncclSum, half, 0), "ncclAllReduce on split", half);
   if (members != (n + 1 - rank % 2) / 2) fail(rank, "split size");
   ok(rank, ncclCommDestroy(half), "ncclCommDestroy half", NULL);
+  /* Cancellation (1e30, 1, -1e30, then zeros): the exact sum, 1, under CFX_REDUCE_EXACT=1 (Conflux's
+   * exact reductions); 0 in rank order otherwise. */
+  if (n >= 3) {
+    float v = rank == 0 ? 1e30f : rank == 1 ? 1.0f : rank == 2 ? -1e30f : 0.0f, s = -1.0f;
+    ok(rank, ncclAllReduce(&v, &s, 1, ncclFloat32, ncclSum, comm, 0), "ncclAllReduce cancellation", comm);
+    const char* exact = getenv("CFX_REDUCE_EXACT");
+    if (s != (exact && strcmp(exact, "1") == 0 ? 1.0f : 0.0f)) fail(rank, "cancellation sum (CFX_REDUCE_EXACT)");
+  }
   /* A healthy shrink without rank 0 (which does not call it): the others sum ones on it. */
   int zero = 0;
   ncclComm_t shrunk = NULL;
