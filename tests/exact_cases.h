@@ -2,7 +2,7 @@
 // the many-host suite (multihost_test.cc): every floating-point datatype, cfxSumExact and
 // cfxAvgExact, AllReduce, Reduce, ReduceScatter and ReduceScatterv, counts 0, 1, odd and large, in
 // and out of place, each element checked against the independent reference (exact_reference.h;
-// large arrays are checked on a sample that includes every 61st element and the last ones).
+// outputs above 64 elements are checked on a sample that meets every input pattern and both ends).
 // Inputs depend on the rank count and the element only, never on the layout, so every layout of n
 // ranks must give the same bits.
 #pragma once
