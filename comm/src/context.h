@@ -156,7 +156,11 @@ class Context {
   struct StallReport {
     std::string text;
     bool conclusive = true;
+    // The chain ends at a rank that runs but is not waiting: it may have just failed itself, its
+    // failure not yet published (checkTimeout gives that kNotWaitingGrace).
+    bool notWaiting = false;
   };
+  static constexpr std::chrono::milliseconds kNotWaitingGrace{250};
   StallReport stallReport(const std::vector<int>& waited, int across) const;
   // A local rank other than this one whose process is stopped or gone (-1: none), and how.
   int suspectLocalRank(std::string& how) const;
