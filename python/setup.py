@@ -101,7 +101,10 @@ setup(
             include_dirs=[str(REPO / "comm" / "include")],
             libraries=["conflux"],
             extra_compile_args=["-O2", "-Wall", "-Wno-unused-parameter"],
-            extra_link_args=["-Wl,-rpath,$ORIGIN"],
+            # --exclude-libs: a toolchain that links parts of libstdc++ statically (the GPU machine's
+            # g++ did) would otherwise export them, and libconflux's std::locale and std::thread would
+            # bind to that copy: free(): invalid pointer in the bootstrap thread, seen on an H200 machine.
+            extra_link_args=["-Wl,-rpath,$ORIGIN", "-Wl,--exclude-libs,ALL"],
         )
     ],
     cmdclass={"build_ext": BuildWithLibrary},

@@ -60,7 +60,16 @@ std::string runGpuCase(cfxCudaComm_t cc, cudaStream_t s, const Rank& rk, CollKin
   std::string err;
   if (r != cfxSuccess) err = what + ": " + cfxCudaGetLastError(cc);
   if (err.empty() && cudaStreamSynchronize(s) != cudaSuccess) err = what + ": cudaStreamSynchronize failed";
+  // A failure of the host part (a peer that left, say) is asynchronous, as in NCCL: the stream
+  // still completes, so the result is only trusted once the communicator reports no error.
+  cfxResult_t async = cfxSuccess;
+  if (err.empty() && (cfxCudaCommSynchronize(cc) != cfxSuccess || cfxCudaCommGetAsyncError(cc, &async) != cfxSuccess ||
+                      async != cfxSuccess)) {
+    err = what + ": asynchronous error: " + cfxCudaGetLastError(cc);
+  }
   if (err.empty()) {
+    // Both device buffers come back: an in-place ReduceScatter's output is inside sendbuff.
+    cudaMemcpy(b.send.data(), dsend, sendBytes, cudaMemcpyDeviceToHost);
     cudaMemcpy(b.recv.data(), drecv, recvBytes, cudaMemcpyDeviceToHost);
     std::string why;
     if (verify(b, pat, why) != 0) err = what + why;

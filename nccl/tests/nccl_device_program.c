@@ -28,6 +28,31 @@ static void check(int rank, int ok, const char* what, ncclComm_t comm) {
   ++failures;
 }
 
+/* A PreMulSum AllReduce (x * 0.5, summed) on device buffers, checked, with its first wrong element
+ * printed; `when` says where in the program it ran. */
+static void premulCheck(int rank, ncclComm_t comm, cudaStream_t s, const float* dsend, float* drecv, float ranks,
+                        const char* when) {
+  float half = 0.5f;
+  ncclRedOp_t premul;
+  check(rank, ncclRedOpCreatePreMulSum(&premul, &half, ncclFloat32, ncclScalarHostImmediate, comm) == ncclSuccess,
+        "ncclRedOpCreatePreMulSum", comm);
+  check(rank, ncclAllReduce(dsend, drecv, COUNT, ncclFloat32, premul, comm, s) == ncclSuccess,
+        "PreMulSum ncclAllReduce", comm);
+  float* halves = malloc(COUNT * sizeof(float));
+  cudaMemcpyAsync(halves, drecv, COUNT * sizeof(float), cudaMemcpyDeviceToHost, s);
+  check(rank, cudaStreamSynchronize(s) == cudaSuccess, "cudaStreamSynchronize", NULL);
+  check(rank, ncclRedOpDestroy(premul, comm) == ncclSuccess, "ncclRedOpDestroy", comm);
+  for (size_t i = 0; i < COUNT; ++i) {
+    if (halves[i] != 0.5f * ranks * (float)(i % 97)) {
+      fprintf(stderr, "rank %d: PreMulSum %s: element %zu: got %g, want %g (element 2: %g)\n", rank, when, i, halves[i],
+              0.5f * ranks * (float)(i % 97), halves[2]);
+      check(rank, 0, "PreMulSum value", comm);
+      break;
+    }
+  }
+  free(halves);
+}
+
 static int runRank(int rank, int n, ncclUniqueId id) {
   ncclComm_t comm = NULL;
   cudaSetDevice(0);
@@ -68,6 +93,7 @@ static int runRank(int rank, int n, ncclUniqueId id) {
       if (gathered[(size_t)r * COUNT + i] != (float)((r + 1) * (i % 97))) { check(rank, 0, "allgather value", comm); r = n; break; }
   /* What runs on host copies: Send/Recv around a ring inside a group (the way nccl-tests and
    * PyTorch build alltoall), and a PreMulSum AllReduce (x * 0.5, summed). */
+  premulCheck(rank, comm, s, dsend, drecv, ranks, "before the group");
   const int right = (rank + 1) % n, left = (rank + n - 1) % n;
   check(rank, ncclGroupStart() == ncclSuccess, "ncclGroupStart", comm);
   check(rank, ncclSend(dsend, COUNT, ncclFloat32, right, comm, s) == ncclSuccess, "grouped ncclSend", comm);
@@ -75,20 +101,10 @@ static int runRank(int rank, int n, ncclUniqueId id) {
   check(rank, ncclGroupEnd() == ncclSuccess, "ncclGroupEnd", comm);
   float* ring = malloc(COUNT * sizeof(float));
   cudaMemcpyAsync(ring, drecv, COUNT * sizeof(float), cudaMemcpyDeviceToHost, s);
-  float half = 0.5f;
-  ncclRedOp_t premul;
-  check(rank, ncclRedOpCreatePreMulSum(&premul, &half, ncclFloat32, ncclScalarHostImmediate, comm) == ncclSuccess,
-        "ncclRedOpCreatePreMulSum", comm);
-  check(rank, ncclAllReduce(dsend, drecv, COUNT, ncclFloat32, premul, comm, s) == ncclSuccess,
-        "PreMulSum ncclAllReduce", comm);
-  float* halves = malloc(COUNT * sizeof(float));
-  cudaMemcpyAsync(halves, drecv, COUNT * sizeof(float), cudaMemcpyDeviceToHost, s);
   check(rank, cudaStreamSynchronize(s) == cudaSuccess, "cudaStreamSynchronize", NULL);
-  check(rank, ncclRedOpDestroy(premul, comm) == ncclSuccess, "ncclRedOpDestroy", comm);
-  for (size_t i = 0; i < COUNT; ++i) {
+  for (size_t i = 0; i < COUNT; ++i)
     if (ring[i] != (float)((left + 1) * (i % 97))) { check(rank, 0, "grouped send/recv value", comm); break; }
-    if (halves[i] != 0.5f * ranks * (float)(i % 97)) { check(rank, 0, "PreMulSum value", comm); break; }
-  }
+  premulCheck(rank, comm, s, dsend, drecv, ranks, "after the group");
   /* Mixed buffers are refused, and the communicator goes on. */
   check(rank, ncclAllReduce(host, drecv, 1, ncclFloat32, ncclSum, comm, s) == ncclInvalidArgument, "mixed buffers", comm);
   ncclResult_t async = ncclSuccess;
