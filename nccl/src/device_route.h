@@ -55,7 +55,8 @@ class HostView {
   void* device_ = nullptr;  // the device recv buffer, when bounced
   size_t recvBytes_ = 0;
   void* stream_;
-  std::shared_ptr<std::vector<char>> copies_;  // the host copy of recv
+  std::shared_ptr<std::vector<char>> sendCopy_;  // the host copy of send, which send() points into
+  std::shared_ptr<std::vector<char>> copies_;    // the host copy of recv
 };
 // The staged path's first failure, or ncclSuccess.
 ncclResult_t deviceAsyncError(ncclComm& c);

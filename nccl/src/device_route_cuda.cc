@@ -127,6 +127,7 @@ HostView::HostView(ncclComm& c, const void* send, size_t sendBytes, void* recv, 
   device_ = recvBytes > 0 ? recv : nullptr;
   recvBytes_ = recvBytes;
   if (inGroup()) afterGroup([sendCopy, recvCopy] {});  // the group's calls read and write them at its end
+  sendCopy_ = sendCopy;  // send_ points into it: it must live as long as this view
   copies_ = recvCopy;
 }
 
