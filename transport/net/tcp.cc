@@ -1,4 +1,5 @@
 #include "transport/net/tcp.h"
+#include "transport/socket/fd_limit.h"
 
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
@@ -95,6 +96,11 @@ class TcpTransport final : public Transport {
   TcpTransport(const TransportSetup& s, int nsocks) : setup_(s), nsocks_(nsocks) {
     // One more connection per pair than data needs: the control connection, on which a failing
     // rank tells its peers why before it closes the others.
+    const std::string raised = reserveDescriptors(s.peers.size() * static_cast<size_t>(nsocks + 1) + 1,
+                                                  "NET/TCP rank " + std::to_string(s.rank) + " (" +
+                                                      std::to_string(nsocks + 1) + " connections to each of " +
+                                                      std::to_string(s.peers.size()) + " ranks)");
+    if (!raised.empty()) logInfo(raised);
     auto socks = tcp::connectAll(s, nsocks + 1);
     epfd_ = epoll_create1(EPOLL_CLOEXEC);
     evfd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
