@@ -1,13 +1,23 @@
 #!/usr/bin/env python3
-"""The AllReduce scaling model of docs/scaling.md: predicted time and bus bandwidth of Conflux's
-hierarchical AllReduce for H hosts x L ranks with ring, double binary tree and recursive
-halving-doubling between hosts.
+"""The scaling model of docs/scaling.md: predicted time and bus bandwidth of Conflux's hierarchical
+AllReduce for H hosts x L ranks with ring, double binary tree and recursive halving-doubling between
+hosts, the algorithm CFX_ALGO=auto picks (comm/src/hier/net_tuning.cc), and init time and sockets
+per rank of today's full-mesh set-up.
 
-  docs/scaling_model.py                          # the table in docs/scaling.md (200 Gbit/s, 8 ranks)
+  docs/scaling_model.py                          # the tables in docs/scaling.md and the README
+  docs/scaling_model.py --check                  # the model against tests/netns measurements
   docs/scaling_model.py --gbps 2 --alpha-us 60 --ranks 1 --hosts 2,3,4 --sizes 16M,64M
+
+Terms (docs/scaling.md): per-message latency alpha and per-message software cost gamma; the host
+link B; shared memory M for the reduce-scatter and all-gather inside a host; between hosts, the CPU
+cost of every byte a rank sends or receives (kernel TCP copies it once each way, at C bytes/s per
+core) and of reducing what it receives (R bytes/s). The link and the CPU work overlap (the
+algorithms pipeline chunks), so the slower of the two counts. When all ranks of all hosts share a
+few cores (network namespaces on one machine) their CPU work adds up on those cores.
 """
 import argparse
 import math
+from dataclasses import dataclass, replace
 
 
 def parse_size(s):
@@ -15,33 +25,139 @@ def parse_size(s):
     return int(s[:-1]) * mult[s[-1]] if s[-1] in mult else int(s)
 
 
-def local_time(S, L, M):
-    # Reduce-scatter then all-gather through shared memory: each moves (L-1)/L of the buffer
-    # through every rank's memory at about M bytes/s.
-    return 0.0 if L == 1 else 2 * (L - 1) / L * S / M
+@dataclass
+class Machine:
+    gbps: float = 200.0        # host link, Gbit/s
+    alpha: float = 5e-6        # s per message between hosts
+    gamma: float = 2e-6        # s of software per message a rank handles
+    local: float = 40e9        # shared-memory reduce/copy rate inside a host, bytes/s
+    copy: float = 1.9e9        # kernel TCP copy rate, bytes/s per core (each byte sent and received)
+    reduce: float = 10e9       # reduction rate between hosts, bytes/s per core
+    shared_cores: int = 0      # >0: every rank of every host shares this many cores (emulation)
+    link_efficiency: float = 1.0  # payload / line rate (TCP/IP framing, shaping)
+
+    @property
+    def B(self):
+        return self.gbps * 1e9 / 8 * self.link_efficiency
 
 
-def inter_time(algo, S, H, alpha, B):
-    # Every local rank handles S/L bytes with its peers on other hosts; the L of them share the
-    # host's link (B bytes/s), so in aggregate each host moves the traffic of one S-byte allreduce.
-    if H == 1:
-        return 0.0
+def local_time(S, L, m):
+    # Reduce-scatter then all-gather through shared memory: each moves (L-1)/L of the buffer.
+    return 0.0 if L == 1 else 2 * (L - 1) / L * S / m.local
+
+
+def inter_terms(algo, S, H):
+    """(latency steps, bytes over each host's link, messages a rank handles, reduced fraction)."""
     lg = math.ceil(math.log2(H))
     p = 1 << int(math.floor(math.log2(H)))
     if algo == "ring":
-        return 2 * (H - 1) * alpha + 2 * (H - 1) / H * S / B
+        return 2 * (H - 1), 2 * (H - 1) / H * S, 4 * (H - 1), (H - 1) / H
     if algo == "tree":  # two trees, half the data each, store-and-forward (not pipelined)
-        return 2 * lg * alpha + 2 * lg * (S / 2) / B
+        return 2 * lg, 2 * lg * (S / 2), 12, 1.0
     if algo == "rhd":
-        t = 2 * math.log2(p) * alpha + 2 * (p - 1) / p * S / B
-        if p != H:
-            t += 2 * alpha + 2 * S / B  # fold the H - p extra hosts in and out
-        return t
+        steps, link, msgs = 2 * math.log2(p), 2 * (p - 1) / p * S, 4 * math.log2(p)
+        if p != H:  # fold the H - p extra hosts in and out
+            steps, link, msgs = steps + 2, link + 2 * S, msgs + 4
+        return steps, link, msgs, (p - 1) / p + (1.0 if p != H else 0.0)
     raise ValueError(algo)
+
+
+def allreduce_time(algo, S, H, L, m):
+    """Seconds for an AllReduce of S bytes per rank on H hosts x L ranks."""
+    T = local_time(S, L, m)
+    if H == 1:
+        return T
+    steps, link, msgs, reduced = inter_terms(algo, S, H)
+    # Every local rank runs the algorithm on its slice S/L; together they fill the host's link.
+    t_link = link / m.B
+    per_rank_bytes = link / L
+    t_cpu = 2 * per_rank_bytes / m.copy + reduced * (S / L) / m.reduce + msgs * m.gamma
+    if m.shared_cores:
+        t_cpu *= H * L / m.shared_cores
+    return T + steps * m.alpha + max(t_link, t_cpu)
+
+
+def auto_choice(S, H, L):
+    """What CFX_ALGO=auto picks between hosts (comm/src/hier/net_tuning.cc, its fixed constants)."""
+    if H <= 2:
+        return "ring"
+    s, a, B, g = S / L, 40e-6, 1.25e9, 2e-6
+    lg = math.ceil(math.log2(H))
+    p = 1 << int(math.floor(math.log2(H)))
+    ring = 2 * (H - 1) * a + 2 * (H - 1) / H * s / B + 4 * (H - 1) * g
+    tree = 2 * lg * a + 2 * lg * (s / 2) / B + 12 * g
+    rhd = 2 * math.log2(p) * a + 2 * (p - 1) / p * s / B + 4 * math.log2(p) * g
+    if p != H:
+        rhd += 2 * a + 2 * s / B + 4 * g
+    if tree < ring and tree < rhd:
+        return "tree"
+    return "rhd" if rhd < ring else "ring"
 
 
 def busbw(S, T, n):
     return S / T * 2 * (n - 1) / n
+
+
+# Init today (full mesh, star bootstrap), fitted to perf/scale_probe.py on the 2-core VM
+# (perf/RESULTS-scale.md): init of n ranks sharing 2 cores took a n + b n^2 ms with a = 13.9 and
+# b = 0.032, i.e. 28 ms of CPU per rank (topology discovery, the segment, its threads) and about
+# 21 us of CPU per socket (3 per pair of ranks, both ends). With a core per rank the per-rank part
+# runs in parallel; each rank still opens 3 (n-1) sockets, and the bootstrap root (one process)
+# sends every rank the join table and two all-gathers of one address per rank: about 100 bytes per
+# pair of ranks (from the wire format, not measured), at ~1 GB/s.
+INIT_FIXED_S = 0.028
+INIT_PER_SOCKET_S = 21e-6
+SOCKETS_PER_PEER = 3
+ROOT_BYTES_PER_PAIR = 100  # estimated from the wire format: two address all-gathers and the join table
+ROOT_RATE = 1e9
+
+
+def init_time(n):
+    return INIT_FIXED_S + SOCKETS_PER_PEER * (n - 1) * INIT_PER_SOCKET_S + n * n * ROOT_BYTES_PER_PAIR / ROOT_RATE
+
+
+def predictions(m, L, hosts, sizes):
+    for S in sizes:
+        print(f"\nAllReduce of {S >> 20} MiB, {L} ranks per host, {m.gbps:g} Gbit/s per host, alpha "
+              f"{m.alpha * 1e6:g} us, shared memory {m.local / 1e9:g} GB/s, "
+              f"{'no kernel copies' if math.isinf(m.copy) else f'TCP copies {m.copy / 1e9:g} GB/s'} and "
+              f"reduction {m.reduce / 1e9:g} GB/s per core; time in ms, busbw in GB/s\n")
+        print("| hosts | ranks | ring time | ring busbw | tree time | tree busbw | rhd time | rhd busbw | best | auto picks "
+              "| init (s) | sockets per rank |")
+        print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+        for H in hosts:
+            n = H * L
+            row = [str(H), str(n)]
+            best, bestT = None, None
+            for algo in ("ring", "tree", "rhd"):
+                T = allreduce_time(algo, S, H, L, m)
+                row += [f"{T * 1e3:.3f}", f"{busbw(S, T, n) / 1e9:.2f}"]
+                if bestT is None or T < bestT:
+                    best, bestT = algo, T
+            row += [best, auto_choice(S, H, L), f"{init_time(n):.2f}", str(SOCKETS_PER_PEER * (n - 1))]
+            print("| " + " | ".join(row) + " |")
+
+
+# tests/netns measurements (perf/RESULTS-scale.md, 2026-11-26): 1 rank per host, links shaped to
+# 500 Mbit/s with a 256 KiB tbf burst (tests/netns/hosts.sh --rate 500mbit --burst 256kb), default
+# algorithm (ring for 2 hosts, rhd for 4 and 8), medians of 3: AllReduce ms by size.
+MEASURED = {
+    2: {1 << 20: 17.53, 4 << 20: 72.56, 16 << 20: 302.22, 64 << 20: 1186.28},
+    4: {1 << 20: 25.97, 4 << 20: 123.46, 16 << 20: 507.60, 64 << 20: 2279.02},
+    8: {1 << 20: 30.94, 4 << 20: 195.36, 16 << 20: 845.09, 64 << 20: 3283.31},
+}
+
+def check(m):
+    print("| hosts | algorithm | size | model (ms) | measured (ms) | measured / model |")
+    print("|---|---|---|---|---|---|")
+    worst = 0.0
+    for H, rows in sorted(MEASURED.items()):
+        algo = auto_choice(1 << 20, H, 1)
+        for S, t in sorted(rows.items()):
+            T = allreduce_time(algo, S, H, 1, m) * 1e3
+            worst = max(worst, abs(t / T - 1))
+            print(f"| {H} | {algo} | {S >> 20} MiB | {T:.1f} | {t:.1f} | {t / T:.3f} |")
+    print(f"\nlargest error: {worst * 100:.1f}%")
 
 
 def main():
@@ -49,31 +165,29 @@ def main():
     ap.add_argument("--gbps", type=float, default=200.0, help="link rate per host, Gbit/s")
     ap.add_argument("--alpha-us", type=float, default=5.0, help="per-message latency between hosts, us")
     ap.add_argument("--local-gbs", type=float, default=40.0, help="shared-memory reduce/copy rate, GB/s")
+    ap.add_argument("--copy-gbs", type=float, default=1.9,
+                    help="kernel TCP copy rate per core, GB/s (this VM: 1.9); 0: no kernel copies (RDMA)")
+    ap.add_argument("--reduce-gbs", type=float, default=10.0, help="reduction rate per core, GB/s")
     ap.add_argument("--ranks", type=int, default=8, help="ranks per host")
-    ap.add_argument("--hosts", default="2,4,8,16,32,64,128,256,512,1024")
+    ap.add_argument("--hosts", default="16,32,64,128,256,512,1024")
     ap.add_argument("--sizes", default="1M,256M")
+    ap.add_argument("--check", action="store_true", help="compare with the namespace measurements")
     a = ap.parse_args()
-    B = a.gbps * 1e9 / 8
-    alpha = a.alpha_us * 1e-6
-    M = a.local_gbs * 1e9
-    L = a.ranks
-    for S in [parse_size(s) for s in a.sizes.split(",")]:
-        print(f"\nAllReduce of {S >> 20} MiB, {L} ranks per host, {a.gbps:g} Gbit/s per host, "
-              f"alpha {a.alpha_us:g} us, shared memory {a.local_gbs:g} GB/s; time in ms, busbw in GB/s\n")
-        print("| hosts | ranks | ring time | ring busbw | tree time | tree busbw | rhd time | rhd busbw | best |")
-        print("|---|---|---|---|---|---|---|---|---|")
-        for H in [int(h) for h in a.hosts.split(",")]:
-            n = H * L
-            row = [str(H), str(n)]
-            best, bestT = None, None
-            for algo in ("ring", "tree", "rhd"):
-                T = local_time(S, L, M) + inter_time(algo, S, H, alpha, B)
-                row += [f"{T * 1e3:.3f}", f"{busbw(S, T, n) / 1e9:.2f}"]
-                if bestT is None or T < bestT:
-                    best, bestT = algo, T
-            row.append(best)
-            print("| " + " | ".join(row) + " |")
+    m = Machine(gbps=a.gbps, alpha=a.alpha_us * 1e-6, local=a.local_gbs * 1e9,
+                copy=a.copy_gbs * 1e9 if a.copy_gbs > 0 else math.inf,
+                reduce=a.reduce_gbs * 1e9)
+    if a.check:
+        check(CHECK_MACHINE)
+        return
+    predictions(m, a.ranks, [int(h) for h in a.hosts.split(",")], [parse_size(s) for s in a.sizes.split(",")])
 
+
+# The namespace machine, from probes on the 2-core VM (perf/RESULTS-scale.md), not fitted to MEASURED:
+# B from the 2-host 64 MiB AllReduce (link-bound: 56.6 MB/s, 0.905 of 500 Mbit/s); alpha from the
+# 2-host 8 B AllReduce (260.6 us for its 2 steps); the copy rate from 8 unshaped hosts (16 and 64 MiB:
+# 1.8-2.1 GB/s of TCP traffic through the 2 cores); every rank on the same 2 cores.
+CHECK_MACHINE = replace(Machine(), gbps=0.5, link_efficiency=0.905, alpha=130e-6, gamma=0.0, shared_cores=2,
+                        copy=1.9e9, reduce=10e9, local=10e9)
 
 if __name__ == "__main__":
     main()

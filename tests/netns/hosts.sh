@@ -5,9 +5,11 @@
 # interrupt. Never touches the machine's own interfaces, addresses or routes: every link, address
 # and route is created inside these namespaces, and the default namespace gains nothing.
 #
-#   tests/netns/hosts.sh --layout 2,2 [--rate 2gbit] [--delay 100us] [--keep-going] -- command...
+#   tests/netns/hosts.sh --layout 2,2 [--rate 2gbit [--burst 512kb]] [--delay 100us] [--keep-going] -- command...
 #
 # --layout R1,R2,...   one host per entry, with that many ranks (CFX_TEST_HOSTS="ns:ip:R ...")
+# --burst SIZE         tbf's bucket (default 512kb): what a link passes at veth speed after an idle
+#                      spell; a small one (32kb) makes the rate hold from the first byte
 # The command runs in the default namespace (the harness starts each rank with `ip netns exec`);
 # CFX_TEST_NETNS lists the host namespaces in order for commands that start ranks themselves.
 # Exit status: the command's, or 77 (skip) when not root.
@@ -15,14 +17,16 @@ set -euo pipefail
 
 layout=""
 rate=""
+burst="512kb"
 delay=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --layout) layout="$2"; shift 2 ;;
     --rate) rate="$2"; shift 2 ;;
+    --burst) burst="$2"; shift 2 ;;
     --delay) delay="$2"; shift 2 ;;
     --) shift; break ;;
-    *) echo "usage: $0 --layout R1,R2,... [--rate RATE] [--delay DELAY] -- command..." >&2; exit 2 ;;
+    *) echo "usage: $0 --layout R1,R2,... [--rate RATE [--burst SIZE]] [--delay DELAY] -- command..." >&2; exit 2 ;;
   esac
 done
 [ -n "$layout" ] && [ $# -gt 0 ] || { echo "usage: $0 --layout R1,R2,... -- command..." >&2; exit 2; }
@@ -67,7 +71,7 @@ shape() {  # namespace, device: tbf for the rate, netem (where the kernel has it
   fi
   if [ -n "$rate" ]; then
     # shellcheck disable=SC2086
-    ip netns exec "$1" tc qdisc add dev "$2" $parent handle 10: tbf rate "$rate" burst 512kb latency 50ms
+    ip netns exec "$1" tc qdisc add dev "$2" $parent handle 10: tbf rate "$rate" burst "$burst" latency 50ms
   fi
 }
 
