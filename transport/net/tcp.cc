@@ -78,6 +78,12 @@ struct Peer {
   // still read, until its connections end; its sends, and receives of that call or later, fail.
   bool closing = false;
   uint32_t closingCall = 0;
+  // Connections on demand (CFX_RUNTIME_CONNECT=1): until all its connections are up, requests
+  // wait here in order; the higher rank collects the lower rank's connections as they arrive.
+  bool ready = true;
+  std::vector<struct Post> waiting;
+  std::vector<Socket> incoming;
+  int accepted = 0;
 };
 
 // A request handed from the poster to the progress thread.
@@ -101,7 +107,16 @@ class TcpTransport final : public Transport {
                                                       std::to_string(nsocks + 1) + " connections to each of " +
                                                       std::to_string(s.peers.size()) + " ranks)");
     if (!raised.empty()) logInfo(raised);
-    auto socks = tcp::connectAll(s, nsocks + 1);
+    std::map<int, std::vector<Socket>> socks;
+    if (runtimeConnect_) {
+      tcp::Listening l = tcp::listenAndExchange(s);
+      listener_ = std::move(l.listener);
+      addrs_ = std::move(l.addrs);
+      setNonBlocking(listener_.fd(), true);
+      for (int p : s.peers) peers_[p].ready = false;
+    } else {
+      socks = tcp::connectAll(s, nsocks + 1);
+    }
     epfd_ = epoll_create1(EPOLL_CLOEXEC);
     evfd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     if (epfd_ < 0 || evfd_ < 0) throwSystemError("epoll/eventfd", errno);
@@ -111,25 +126,12 @@ class TcpTransport final : public Transport {
     epoll_ctl(epfd_, EPOLL_CTL_ADD, evfd_, &ev);
     sendSeq_.assign(static_cast<size_t>(s.nranks) * kChannels, 0);
     recvSeq_.assign(static_cast<size_t>(s.nranks) * kChannels, 0);
-    for (auto& [p, list] : socks) {
-      for (size_t k = 0; k < list.size(); ++k) {
-        auto& sock = list[k];
-        auto c = std::make_unique<Conn>();
-        c->peer = p;
-        c->control = k + 1 == list.size();
-        c->sock = std::move(sock);
-        setNonBlocking(c->sock.fd(), true);
-        epoll_event e{};
-        e.events = EPOLLIN | EPOLLOUT | EPOLLET | EPOLLRDHUP;
-        e.data.ptr = c.get();
-        epoll_ctl(epfd_, EPOLL_CTL_ADD, c->sock.fd(), &e);
-        if (c->control) {
-          peers_[p].control = c.get();
-        } else {
-          peers_[p].conns.push_back(c.get());
-        }
-        conns_.push_back(std::move(c));
-      }
+    for (auto& [p, list] : socks) attach(p, std::move(list));
+    if (listener_.valid()) {
+      epoll_event e{};
+      e.events = EPOLLIN;
+      e.data.ptr = &listenerMark_;
+      epoll_ctl(epfd_, EPOLL_CTL_ADD, listener_.fd(), &e);
     }
     thread_ = std::thread([this] { run(); });
   }
@@ -214,6 +216,10 @@ class TcpTransport final : public Transport {
       if (!drainPosts()) break;
       for (int i = 0; i < n; ++i) {
         if (events[i].data.ptr == nullptr) continue;
+        if (events[i].data.ptr == &listenerMark_) {
+          acceptWaiting();
+          continue;
+        }
         Conn* c = static_cast<Conn*>(events[i].data.ptr);
         if (peers_[c->peer].lost) continue;
         if (c->control) {
@@ -264,19 +270,127 @@ class TcpTransport final : public Transport {
         changed_ = true;
         continue;
       }
-      if (p.send) {
-        queueSend(peer, p);
-      } else {
-        peer.recvs.emplace(p.seq, RecvMsg{p.req, p.buf, p.bytes, p.tag});
-        for (Conn* c : peer.conns) {
-          if (c->parked) {
-            setParked(*c, false);
-            readConn(*c);
+      if (!peer.ready) {
+        // The lower rank of the pair connects, the first time either side needs the other (a
+        // higher rank asks it to).
+        if (peer.waiting.empty()) {
+          if (p.peer > setup_.rank) {
+            connectOnDemand(p.peer);
+          } else {
+            wake(p.peer);
           }
         }
+        if (peer.lost) {
+          p.req->fail(peer.lostStatus, peer.lostWhy);
+          changed_ = true;
+          continue;
+        }
+        if (!peer.ready) {
+          peer.waiting.push_back(std::move(p));
+          continue;
+        }
       }
+      handlePost(peer, p);
     }
     return true;
+  }
+
+  void handlePost(Peer& peer, const Post& p) {
+    if (p.send) {
+      queueSend(peer, p);
+      return;
+    }
+    peer.recvs.emplace(p.seq, RecvMsg{p.req, p.buf, p.bytes, p.tag});
+    for (Conn* c : peer.conns) {
+      if (c->parked) {
+        setParked(*c, false);
+        readConn(*c);
+      }
+    }
+  }
+
+  // Adopts the connections to `p` (the last is the control connection) and runs what waited.
+  void attach(int p, std::vector<Socket> socks) {
+    Peer& peer = peers_[p];
+    for (size_t k = 0; k < socks.size(); ++k) {
+      auto c = std::make_unique<Conn>();
+      c->peer = p;
+      c->control = k + 1 == socks.size();
+      c->sock = std::move(socks[k]);
+      setNonBlocking(c->sock.fd(), true);
+      epoll_event e{};
+      e.events = EPOLLIN | EPOLLOUT | EPOLLET | EPOLLRDHUP;
+      e.data.ptr = c.get();
+      epoll_ctl(epfd_, EPOLL_CTL_ADD, c->sock.fd(), &e);
+      if (c->control) {
+        peer.control = c.get();
+      } else {
+        peer.conns.push_back(c.get());
+      }
+      conns_.push_back(std::move(c));
+    }
+    if (peer.ready) return;
+    peer.ready = true;
+    ++connected_;
+    logInfo("NET/TCP rank " + std::to_string(setup_.rank) + ": connected to " + setup_.describeRank(p) + " on demand (" +
+            std::to_string(socks.size()) + " sockets; " + std::to_string(connected_) + " of " +
+            std::to_string(setup_.peers.size()) + " peers connected)");
+    std::vector<Post> waiting;
+    waiting.swap(peer.waiting);
+    for (const Post& w : waiting) handlePost(peer, w);
+  }
+
+  // This rank is the lower of the pair: blocking connects (a live peer's listener completes them
+  // without its progress thread), bounded; a refused connection means the peer's process is gone.
+  void connectOnDemand(int p) {
+    try {
+      const auto deadline = Clock::now() + std::min<std::chrono::milliseconds>(setup_.connectTimeout, std::chrono::seconds(10));
+      attach(p, tcp::connectPeer(setup_, addrs_.at(p), p, nsocks_ + 1, deadline, true));
+    } catch (const Error& e) {
+      loseWith(p, "could not connect to " + setup_.describeRank(p) + " at " + addrs_.at(p) + " (" + e.what() +
+                      "): its process is gone, or it destroyed its communicator");
+    }
+  }
+
+  // This rank is the higher of the pair and needs it first: it asks the lower rank to connect (so
+  // a message of a mismatched call still reaches it and is found out, as with connections at init).
+  void wake(int p) {
+    try {
+      tcp::sendWake(setup_, addrs_.at(p), p, Clock::now() + std::chrono::seconds(10));
+    } catch (const Error& e) {
+      loseWith(p, "could not reach " + setup_.describeRank(p) + " at " + addrs_.at(p) + " (" + e.what() +
+                      "): its process is gone, or it destroyed its communicator");
+    }
+  }
+
+  // The higher rank of a pair: takes the lower rank's connections whenever they come.
+  void acceptWaiting() {
+    for (;;) {
+      const int fd = ::accept4(listener_.fd(), nullptr, nullptr, SOCK_CLOEXEC);
+      if (fd < 0) return;  // EAGAIN: nothing more now
+      Socket s(fd);
+      setNonBlocking(fd, false);
+      tcp::Handshake h{};
+      // The connecting rank sends its handshake right after connect returns: it is here or nearly.
+      std::string bad = tcp::readHandshake(s, setup_, nsocks_ + 1, h, Clock::now() + std::chrono::seconds(2));
+      if (!bad.empty() && tcp::isWake(h, setup_)) {
+        Peer& asking = peers_[h.from];
+        if (!asking.ready && !asking.lost) connectOnDemand(h.from);
+        continue;
+      }
+      Peer* peer = bad.empty() ? &peers_[h.from] : nullptr;
+      if (peer != nullptr && (peer->ready || peer->lost)) bad = "a connection from a rank already connected";
+      if (peer != nullptr && bad.empty()) {
+        peer->incoming.resize(static_cast<size_t>(nsocks_ + 1));
+        if (peer->incoming[h.sockIndex].valid()) bad = "duplicate connection";
+      }
+      if (!bad.empty()) {
+        logWarn("NET/TCP rank " + std::to_string(setup_.rank) + ": refused a connection: " + bad);
+        continue;
+      }
+      peer->incoming[h.sockIndex] = std::move(s);
+      if (++peer->accepted == nsocks_ + 1) attach(h.from, std::move(peer->incoming));
+    }
   }
 
   void queueSend(Peer& peer, const Post& p) {
@@ -580,6 +694,8 @@ class TcpTransport final : public Transport {
     }
     for (auto& [seq, m] : peer.recvs) m.req->fail(s, why);
     peer.recvs.clear();
+    for (auto& w : peer.waiting) w.req->fail(s, why);
+    peer.waiting.clear();
     changed_ = true;
   }
 
@@ -596,6 +712,13 @@ class TcpTransport final : public Transport {
 
   TransportSetup setup_;
   int nsocks_;
+  // CFX_RUNTIME_CONNECT=1 (the default): connect to a peer when a request for it first comes, not
+  // at init; the connections stay until the communicator goes. 0: every pair at init.
+  const bool runtimeConnect_ = env::getString("CFX_RUNTIME_CONNECT") != "0";
+  Socket listener_;                 // runtime connect: the lower ranks' connections arrive here
+  std::vector<std::string> addrs_;  // runtime connect: every rank's listener
+  char listenerMark_ = 0;           // the listener's epoll tag
+  int connected_ = 0;
   int epfd_ = -1;
   int evfd_ = -1;
   std::vector<std::unique_ptr<Conn>> conns_;

@@ -40,13 +40,55 @@ void tune(const Socket& s) {
 
 }  // namespace
 
-std::map<int, std::vector<Socket>> connectAll(const TransportSetup& setup, int nsocks) {
-  const int me = setup.rank;
+Listening listenAndExchange(const TransportSetup& setup) {
   Iface iface = chooseInterface(setup.nicIsRdma ? std::string() : setup.nic);
   Socket listener = listenOn(iface.addr);
   SockAddr mine = localAddress(listener);
-  logInfo("NET/TCP rank " + std::to_string(me) + " listens on " + iface.name + " " + mine.str());
+  logInfo("NET/TCP rank " + std::to_string(setup.rank) + " listens on " + iface.name + " " + mine.str());
   std::vector<std::string> addrs = setup.exchange(mine.str());
+  return {std::move(listener), std::move(addrs)};
+}
+
+std::vector<Socket> connectPeer(const TransportSetup& setup, const std::string& addr, int peer, int nsocks,
+                                Clock::time_point deadline, bool refusedIsFinal) {
+  // The handshake is small enough to sit in the socket buffer, so no connect waits for the peer
+  // to accept.
+  SockAddr a = SockAddr::parse(addr);
+  std::vector<Socket> out;
+  for (int k = 0; k < nsocks; ++k) {
+    Socket s = connectWithRetry(a, deadline, refusedIsFinal);
+    tune(s);
+    Handshake h{kHandshakeMagic, kWireVersion, 0, setup.commHash, setup.rank, peer, k, nsocks};
+    s.sendAll(&h, sizeof(h), deadline);
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+void sendWake(const TransportSetup& setup, const std::string& addr, int peer, Clock::time_point deadline) {
+  Socket s = connectWithRetry(SockAddr::parse(addr), deadline, true);
+  Handshake h{kHandshakeMagic, kWireVersion, 0, setup.commHash, setup.rank, peer, kWakeIndex, 0};
+  s.sendAll(&h, sizeof(h), deadline);
+}
+
+bool isWake(const Handshake& h, const TransportSetup& setup) {
+  return h.magic == kHandshakeMagic && h.version == kWireVersion && h.commHash == setup.commHash &&
+         h.to == setup.rank && h.from > setup.rank && h.from < setup.nranks && h.sockIndex == kWakeIndex;
+}
+
+std::string readHandshake(const Socket& s, const TransportSetup& setup, int nsocks, Handshake& h,
+                          Clock::time_point deadline) {
+  try {
+    s.recvAll(&h, sizeof(h), deadline);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return checkHandshake(h, setup.commHash, setup.rank, setup.nranks, nsocks);
+}
+
+std::map<int, std::vector<Socket>> connectAll(const TransportSetup& setup, int nsocks) {
+  const int me = setup.rank;
+  Listening l = listenAndExchange(setup);
   const auto deadline = Clock::now() + setup.connectTimeout;
 
   std::map<int, std::vector<Socket>> socks;
@@ -57,17 +99,9 @@ std::map<int, std::vector<Socket>> connectAll(const TransportSetup& setup, int n
       expectAccepts += nsocks;
       continue;
     }
-    // The lower rank connects; the handshake is small enough to sit in the socket buffer, so no
-    // connect waits for the peer to accept.
-    SockAddr addr = SockAddr::parse(addrs.at(p));
-    for (int k = 0; k < nsocks; ++k) {
-      Socket s = connectWithRetry(addr, deadline);
-      tune(s);
-      Handshake h{kHandshakeMagic, kWireVersion, 0, setup.commHash, me, p, k, nsocks};
-      s.sendAll(&h, sizeof(h), deadline);
-      socks[p][k] = std::move(s);
-    }
+    socks[p] = connectPeer(setup, l.addrs.at(p), p, nsocks, deadline, false);
   }
+  Socket& listener = l.listener;
   while (expectAccepts > 0) {
     // Bounded wait for the next connection.
     setNonBlocking(listener.fd(), true);
@@ -85,14 +119,8 @@ std::map<int, std::vector<Socket>> connectAll(const TransportSetup& setup, int n
     Socket s(fd);
     setNonBlocking(fd, false);
     Handshake h{};
-    std::string bad;
-    try {
-      s.recvAll(&h, sizeof(h), std::min(deadline, Clock::now() + std::chrono::seconds(10)));
-      bad = checkHandshake(h, setup.commHash, me, setup.nranks, nsocks);
-      if (bad.empty() && (socks.count(h.from) == 0 || socks[h.from][h.sockIndex].valid())) bad = "duplicate connection";
-    } catch (const Error& e) {
-      bad = e.what();
-    }
+    std::string bad = readHandshake(s, setup, nsocks, h, std::min(deadline, Clock::now() + std::chrono::seconds(10)));
+    if (bad.empty() && (socks.count(h.from) == 0 || socks[h.from][h.sockIndex].valid())) bad = "duplicate connection";
     if (!bad.empty()) {
       logWarn("NET/TCP rank " + std::to_string(me) + ": refused a connection: " + bad);
       continue;

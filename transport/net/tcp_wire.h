@@ -53,4 +53,25 @@ std::string checkFrame(const FrameHeader& h);
 // (blocking) sockets by peer rank, ordered by socket index.
 std::map<int, std::vector<Socket>> connectAll(const TransportSetup& setup, int nsocks);
 
+// The pieces of connectAll, for connections on demand (CFX_RUNTIME_CONNECT):
+// this rank's listener, and every rank's address from setup.exchange.
+struct Listening {
+  Socket listener;
+  std::vector<std::string> addrs;
+};
+Listening listenAndExchange(const TransportSetup& setup);
+// `nsocks` blocking connections to `peer` at `addr`, each opened with its handshake. With
+// `refusedIsFinal` a refused connection throws at once (the peer's listener is gone).
+std::vector<Socket> connectPeer(const TransportSetup& setup, const std::string& addr, int peer, int nsocks,
+                                Clock::time_point deadline, bool refusedIsFinal);
+// A higher rank that needs a pair's connections asks the lower rank, which connects them: one
+// connection whose handshake has this socket index and is closed at once.
+inline constexpr int32_t kWakeIndex = -1;
+void sendWake(const TransportSetup& setup, const std::string& addr, int peer, Clock::time_point deadline);
+bool isWake(const Handshake& h, const TransportSetup& setup);
+// Reads and checks the handshake of an accepted connection (blocking, until `deadline`); returns
+// "" and fills `h`, or why the connection is refused.
+std::string readHandshake(const Socket& s, const TransportSetup& setup, int nsocks, Handshake& h,
+                          Clock::time_point deadline);
+
 }  // namespace conflux::net::tcp
