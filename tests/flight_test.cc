@@ -59,18 +59,20 @@ std::string ownDumpFile(const std::string& dir) {
 // While they wait, rank 0 signals itself (SIGUSR1) and finds its live record on disk, waiting for
 // rank 2, and goes on waiting. From the files, cfx-doctor says rank 2 is behind and that ranks 0
 // and 1 wait for it in operation #4. A helper process continues rank 2 once the others are done.
+// The live dump is served by the next waking wait, which on a loaded machine under ASan took 1.1 s
+// in CI: the probe looks for it until 4 s, well before the 6 s timeout rewrites the same file.
 TEST(Flight, StoppedRankIsNamedAndALiveJobDumpsOnSignal) {
   const std::string dir = dumpDir();
   ASSERT_FALSE(dir.empty());
   RunOptions o;
-  o.env = {"CFX_TIMEOUT=3", "CFX_DEBUG_DUMP_DIR=" + dir};
+  o.env = {"CFX_TIMEOUT=6", "CFX_DEBUG_DUMP_DIR=" + dir};
   runRanks(3, [&](Rank& rk) {
     std::vector<double> a(1000, 1.0), b(1000);
     for (int i = 0; i < 3; ++i) CFX_ASSERT_OK(cfxAllReduce(a.data(), b.data(), a.size(), cfxFloat64, cfxSum, rk.comm, nullptr));
     if (rk.rank == 2) {
       const pid_t me = getpid();
       if (fork() == 0) {  // continues rank 2 after the others timed out
-        sleep(6);
+        sleep(9);
         kill(me, SIGCONT);
         _exit(0);
       }
@@ -82,9 +84,9 @@ TEST(Flight, StoppedRankIsNamedAndALiveJobDumpsOnSignal) {
     std::string live;
     if (rk.rank == 0) {
       probe = std::thread([&] {
-        std::this_thread::sleep_for(std::chrono::milliseconds(1200));
+        std::this_thread::sleep_for(std::chrono::milliseconds(500));
         kill(getpid(), SIGUSR1);
-        for (int i = 0; i < 50 && !sawLive; ++i) {
+        for (int i = 0; i < 175 && !sawLive; ++i) {
           std::this_thread::sleep_for(std::chrono::milliseconds(20));
           live = readFile(ownDumpFile(dir));
           sawLive = live.find("\"reason\": \"SIGUSR1\"") != std::string::npos;
