@@ -2,7 +2,7 @@
 """The scaling model of docs/scaling.md: predicted time and bus bandwidth of Conflux's hierarchical
 AllReduce for H hosts x L ranks with ring, double binary tree and recursive halving-doubling between
 hosts, the algorithm CFX_ALGO=auto picks (comm/src/hier/net_tuning.cc), and init time and sockets
-per rank of today's full-mesh set-up.
+per rank (connections on demand, the bootstrap over an 8-ary tree).
 
   docs/scaling_model.py                          # the tables in docs/scaling.md and the README
   docs/scaling_model.py --check                  # the model against tests/netns measurements
@@ -98,22 +98,44 @@ def busbw(S, T, n):
     return S / T * 2 * (n - 1) / n
 
 
-# Init today (full mesh, star bootstrap), fitted to perf/scale_probe.py on the 2-core VM
-# (perf/RESULTS-scale.md): init of n ranks sharing 2 cores took a n + b n^2 ms with a = 13.9 and
-# b = 0.032, i.e. 28 ms of CPU per rank (topology discovery, the segment, its threads) and about
-# 21 us of CPU per socket (3 per pair of ranks, both ends). With a core per rank the per-rank part
-# runs in parallel; each rank still opens 3 (n-1) sockets, and the bootstrap root (one process)
-# sends every rank the join table and two all-gathers of one address per rank: about 100 bytes per
-# pair of ranks (from the wire format, not measured), at ~1 GB/s.
-INIT_FIXED_S = 0.028
-INIT_PER_SOCKET_S = 21e-6
+# Init (connections on demand, the bootstrap tree), fitted to perf/ probes on the 2-core VM
+# (perf/RESULTS-scale.md). Each rank spends T_RANK_S of CPU of its own (topology discovery, the
+# segment, its threads: 28 ms, from init of 4 to 64 ranks sharing 2 cores, 13.8 n ms). The root
+# accepts every rank's hello and sends it its parent: JOIN_S per rank, in series (the slope of
+# perf/probes/bootstrap_probe's join time from 256 to 1024 ranks, all on 2 cores: an upper bound).
+# Then ROUNDS rounds run over the 8-ary tree (the rank table, two barriers, the rendezvous and the
+# network's address all-gathers, a barrier): each climbs and descends depth(n) levels, and over
+# them each interior rank sends its 8 children ROUND_BYTES_PER_RANK per rank (from the wire format:
+# 132 bytes of pid and host, then addresses), copied by the kernel at BOOT_COPY bytes/s.
+T_RANK_S = 0.028
+JOIN_S = 37e-6
+TREE_FANOUT = 8
+ROUNDS = 6
+ROUND_BYTES_PER_RANK = 250
+BOOT_COPY = 1.9e9
+# Sockets per rank after the hierarchy's ring, tree and halving-doubling between H hosts, with
+# connections on demand: 3 per partner, 3 + 4.4 log2(H) (fitted from 2 to 32 hosts x 2 ranks:
+# 7.2, 14.0, 18.3, 22.3 and 25.0 measured). A full mesh (CFX_RUNTIME_CONNECT=0) holds 3 (n-1).
 SOCKETS_PER_PEER = 3
-ROOT_BYTES_PER_PAIR = 100  # estimated from the wire format: two address all-gathers and the join table
-ROOT_RATE = 1e9
 
 
-def init_time(n):
-    return INIT_FIXED_S + SOCKETS_PER_PEER * (n - 1) * INIT_PER_SOCKET_S + n * n * ROOT_BYTES_PER_PAIR / ROOT_RATE
+def tree_depth(n, k=TREE_FANOUT):
+    depth, reach, level = 0, 1, 1
+    while reach < n:
+        level *= k
+        reach += level
+        depth += 1
+    return depth
+
+
+def init_time(n, alpha):
+    d = tree_depth(n)
+    rounds = ROUNDS * 2 * d * alpha + d * TREE_FANOUT * n * ROUND_BYTES_PER_RANK / BOOT_COPY
+    return T_RANK_S + n * JOIN_S + rounds
+
+
+def sockets_on_demand(H):
+    return round(3 + 4.4 * math.log2(H))
 
 
 def predictions(m, L, hosts, sizes):
@@ -134,7 +156,7 @@ def predictions(m, L, hosts, sizes):
                 row += [f"{T * 1e3:.3f}", f"{busbw(S, T, n) / 1e9:.2f}"]
                 if bestT is None or T < bestT:
                     best, bestT = algo, T
-            row += [best, auto_choice(S, H, L), f"{init_time(n):.2f}", str(SOCKETS_PER_PEER * (n - 1))]
+            row += [best, auto_choice(S, H, L), f"{init_time(n, m.alpha):.2f}", str(sockets_on_demand(H))]
             print("| " + " | ".join(row) + " |")
 
 

@@ -72,7 +72,7 @@ TEST_F(BootstrapTest, GarbageAndWrongSecretAreDroppedAndTheJobStillForms) {
   // 2. A well-formed hello with the wrong secret, claiming rank 0.
   Secret wrong = d.secret;
   wrong[3] ^= 0x10;
-  Hello h{CFX_VERSION_CODE, 3, 0, 1234, "attacker"};
+  Hello h{CFX_VERSION_CODE, 3, 0, 1234, 0, "attacker"};
   auto f = frame(MsgType::kHello, wrong, encodeHello(h));
   attackers.push_back(net::connectWithRetry(d.root, deadline));
   attackers.back().sendAll(f.data(), f.size(), deadline);
@@ -117,6 +117,88 @@ TEST_F(BootstrapTest, GarbageAndWrongSecretAreDroppedAndTheJobStillForms) {
   }
   for (auto& t : ts) t.join();
   for (int r = 0; r < 3; ++r) EXPECT_EQ(out[r], 6);
+  destroyAll(ranks);
+}
+
+// Twelve ranks: the tree (8-ary) has depth 2, so ranks 9-11 reach rank 0 through rank 1; the job
+// forms and an AllReduce is right on every rank.
+TEST_F(BootstrapTest, TwelveRanksFormOverATreeOfDepthTwo) {
+  constexpr int n = 12;
+  cfxUniqueId id;
+  ASSERT_EQ(cfxGetUniqueId(&id), cfxSuccess);
+  std::vector<std::pair<int, int>> all;
+  for (int r = 0; r < n; ++r) all.emplace_back(r, n);
+  auto ranks = initThreads(id, all);
+  for (int r = 0; r < n; ++r) ASSERT_EQ(ranks[r].result, cfxSuccess) << "rank " << r << ": " << ranks[r].error;
+  std::vector<std::thread> ts;
+  std::vector<int32_t> out(n, -1);
+  for (int r = 0; r < n; ++r) {
+    ts.emplace_back([&, r] {
+      int32_t x = r + 1;
+      EXPECT_EQ(cfxAllReduce(&x, &out[r], 1, cfxInt32, cfxSum, ranks[r].comm, nullptr), cfxSuccess);
+    });
+  }
+  for (auto& t : ts) t.join();
+  for (int r = 0; r < n; ++r) EXPECT_EQ(out[r], n * (n + 1) / 2) << "rank " << r;
+  destroyAll(ranks);
+}
+
+// Rank 10 of 12 is played by the test: it joins the root, learns its parent (rank 1) from the
+// welcome, knocks on the parent's tree listener with a wrong secret and then as a rank that is no
+// child of rank 1 (both dropped), and vanishes without ever connecting as itself. Every real rank
+// fails within seconds, naming rank 10, rather than waiting for the bootstrap timeout.
+TEST_F(BootstrapTest, ARankThatVanishesAfterJoiningIsNamedByEveryRank) {
+  constexpr int n = 12;
+  cfxUniqueId id;
+  ASSERT_EQ(cfxGetUniqueId(&id), cfxSuccess);
+  UniqueIdData d = UniqueIdData::decode(id);
+  std::vector<std::pair<int, int>> real;
+  for (int r = 0; r < n; ++r) {
+    if (r != 10) real.emplace_back(r, n);
+  }
+  const auto start = Clock::now();
+  std::vector<RankResult> ranks;
+  std::thread job([&] { ranks = initThreads(id, real); });
+
+  const auto deadline = Clock::now() + std::chrono::seconds(15);
+  net::Socket root = net::connectWithRetry(d.root, deadline);
+  net::SockAddr at = net::localAddress(root);
+  at.setPort(0);
+  net::Socket listener = net::listenOn(at);
+  Hello h{CFX_VERSION_CODE, n, 10, static_cast<int32_t>(getpid()), static_cast<uint32_t>(net::localAddress(listener).port()), "fake"};
+  auto hello = frame(MsgType::kHello, d.secret, encodeHello(h));
+  root.sendAll(hello.data(), hello.size(), deadline);
+  FrameHeader wh{};
+  root.recvAll(&wh, sizeof(wh), deadline);
+  ASSERT_EQ(validateHeader(wh, d.secret), "");
+  ASSERT_EQ(wh.type, static_cast<uint16_t>(MsgType::kWelcome));
+  std::vector<uint8_t> payload(wh.length);
+  root.recvAll(payload.data(), payload.size(), deadline);
+  Welcome w = decodeWelcome(payload);
+  EXPECT_EQ(w.nranks, n);
+  const net::SockAddr parent = net::SockAddr::parse(w.parent);
+  int32_t claims[2] = {10, 5};
+  for (int i = 0; i < 2; ++i) {
+    Secret secret = d.secret;
+    if (i == 0) secret[0] ^= 1;
+    std::vector<uint8_t> p(4);
+    std::memcpy(p.data(), &claims[i], 4);
+    auto f = frame(MsgType::kChild, secret, p);
+    net::Socket knock = net::connectWithRetry(parent, deadline);
+    knock.sendAll(f.data(), f.size(), deadline);
+    uint8_t b;
+    EXPECT_THROW(knock.recvAll(&b, 1, deadline), Error) << "rank 1 kept knock " << i;  // dropped: EOF
+  }
+  root.close();  // rank 10 vanishes
+  job.join();
+  const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  EXPECT_LT(seconds, 10.0) << "the ranks waited for the bootstrap timeout";
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    EXPECT_NE(ranks[i].result, cfxSuccess) << "rank " << real[i].first;
+    EXPECT_NE(ranks[i].error.find("rank 10 (pid " + std::to_string(getpid()) + ") disconnected during initialisation"),
+              std::string::npos)
+        << "rank " << real[i].first << ": " << ranks[i].error;
+  }
   destroyAll(ranks);
 }
 
@@ -224,7 +306,7 @@ TEST_F(BootstrapTest, ShmTooSmallNamesTheSizeAndTheFix) {
 
 TEST(Wire, HeaderChecks) {
   Secret s = randomSecret();
-  auto f = frame(MsgType::kBarrier, s, encodeStatus({0, "x"}));
+  auto f = frame(MsgType::kUp, s, encodeUp(TreeUp{{0, "x"}, -1, {}}));
   FrameHeader h;
   std::memcpy(&h, f.data(), sizeof(h));
   EXPECT_EQ(validateHeader(h, s), "");
@@ -239,6 +321,7 @@ TEST(Wire, HeaderChecks) {
   EXPECT_EQ(validateHeader(bad, s), "wrong secret");
   bad = h;
   bad.length = 1 << 20;
+  bad.type = static_cast<uint16_t>(MsgType::kChild);
   EXPECT_NE(validateHeader(bad, s).find("exceeds the bound"), std::string::npos);
   bad = h;
   bad.type = 77;

@@ -93,11 +93,24 @@ TEST(HostMap, LabelsTellApartHostsThatShareAHostname) {
 
 TEST(BootstrapExchange, EncodingIsChecked) {
   std::vector<std::string> blobs = {"10.0.0.1:5000", "", std::string(bootstrap::kMaxExchangeBytes, 'x')};
-  auto enc = bootstrap::encodeExchanged(blobs);
-  EXPECT_EQ(bootstrap::decodeExchanged(enc, 3), blobs);
-  EXPECT_THROW(bootstrap::decodeExchanged(enc, 2), Error);  // wrong count
+  auto enc = bootstrap::encodeDown(bootstrap::TreeDown{{3, "rank 1 failed"}, blobs});
+  bootstrap::TreeDown d = bootstrap::decodeDown(enc, 3);
+  EXPECT_EQ(d.blobs, blobs);
+  EXPECT_EQ(d.status.status, 3);
+  EXPECT_EQ(d.status.message, "rank 1 failed");
+  EXPECT_THROW(bootstrap::decodeDown(enc, 2), Error);  // wrong count
   enc.pop_back();
-  EXPECT_THROW(bootstrap::decodeExchanged(enc, 3), Error);  // truncated
+  EXPECT_THROW(bootstrap::decodeDown(enc, 3), Error);  // truncated
+  EXPECT_EQ(bootstrap::decodeDown(bootstrap::encodeDown({}), 5).blobs.size(), 0u);  // a barrier's
+
+  bootstrap::TreeUp up{{0, ""}, -1, {{2, "b"}, {0, "a"}}};
+  auto u = bootstrap::encodeUp(up);
+  bootstrap::TreeUp back = bootstrap::decodeUp(u, 3);
+  EXPECT_EQ(back.blobs, up.blobs);
+  EXPECT_EQ(back.failedRank, -1);
+  EXPECT_THROW(bootstrap::decodeUp(u, 2), Error);  // rank 2 is out of range for 2 ranks
+  std::string tooLong(bootstrap::kMaxExchangeBytes + 1, 'x');
+  EXPECT_THROW(bootstrap::decodeUp(bootstrap::encodeUp({{0, ""}, -1, {{0, tooLong}}}), 1), Error);
 }
 
 // Every field of a call survives packing (the count modulo 2^36), a packed call is never 0 (0

@@ -10,6 +10,7 @@
 #include "vector_coll.h"
 #include "patterns/double_binary_tree.h"
 #include "patterns/halving_doubling.h"
+#include "patterns/kary_tree.h"
 #include "patterns/ring.h"
 
 namespace conflux::patterns {
@@ -169,6 +170,32 @@ TEST(BinomialTree, ParentsReachZero) {
       ASSERT_EQ(x, 0);
     }
   }
+}
+
+// Every rank but 0 is the child of exactly its parent, the tree is connected, and its depth is
+// ceil(log_k) of the ranks: 8192 ranks are 5 hops from rank 0 with k = 8.
+TEST(KaryTree, ChildrenAndParentsAgree) {
+  for (int k : {2, 3, 8}) {
+    for (int n : {1, 2, 3, 7, 8, 9, 10, 64, 73, 1000}) {
+      std::vector<int> parentOf(n, -2);
+      for (int r = 0; r < n; ++r) {
+        std::vector<int> c = karyChildren(n, r, k);
+        ASSERT_LE(static_cast<int>(c.size()), k);
+        for (int x : c) {
+          ASSERT_EQ(parentOf[x], -2) << "rank " << x << " has two parents";
+          parentOf[x] = r;
+          ASSERT_EQ(karyParent(x, k), r);
+        }
+      }
+      ASSERT_EQ(karyParent(0, k), -1);
+      for (int r = 1; r < n; ++r) ASSERT_EQ(parentOf[r], karyParent(r, k)) << "n=" << n << " k=" << k << " rank " << r;
+      int hops = 1, reach = 1, depth = 0;  // ranks within `depth` hops of rank 0
+      while (reach < n) reach += (hops *= k), ++depth;
+      EXPECT_EQ(karyDepth(n, k), depth) << "n=" << n << " k=" << k;
+    }
+  }
+  EXPECT_EQ(karyDepth(8192, kBootstrapFanout), 5);
+  EXPECT_TRUE(karyChildren(1, 0, 8).empty());
 }
 
 TEST(NetCostModel, ChoosesByScale) {

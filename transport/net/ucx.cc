@@ -14,6 +14,7 @@
 
 #include <ucp/api/ucp.h>
 
+#include "common/env.h"
 #include "common/log.h"
 #include "transport/net/notice.h"
 
@@ -99,19 +100,9 @@ class UcxTransport final : public Transport {
                                             " bytes, more than the " + std::to_string(kMaxAddressBytes) +
                                             " the bootstrap carries (restrict UCX_TLS)");
     }
-    std::vector<std::string> all = setup_.exchange(mine);
-    for (int p : setup_.peers) {
-      ucp_ep_params_t ep{};
-      ep.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
-                      UCP_EP_PARAM_FIELD_ERR_HANDLER;
-      ep.address = reinterpret_cast<const ucp_address_t*>(all.at(p).data());
-      ep.err_mode = UCP_ERR_HANDLING_MODE_PEER;
-      ep.err_handler.cb = &UcxTransport::onEndpointError;
-      ep.err_handler.arg = this;
-      ucp_ep_h h = nullptr;
-      check(ucp_ep_create(worker_, &ep, &h), "ucp_ep_create to rank " + std::to_string(p));
-      eps_[p] = h;
-      epPeer_[h] = p;
+    addresses_ = setup_.exchange(mine);
+    if (!runtimeConnect_) {
+      for (int p : setup_.peers) check(connect(p), "ucp_ep_create to rank " + std::to_string(p));
     }
     sendSeq_.assign(static_cast<size_t>(s.nranks) * kChannels, 0);
     recvSeq_.assign(static_cast<size_t>(s.nranks) * kChannels, 0);
@@ -238,13 +229,17 @@ class UcxTransport final : public Transport {
   }
 
   // Tells every reachable peer why this rank fails, or (kByeMark) that it closes normally; bounded
-  // wait, before endpoints close.
+  // wait, before endpoints close. Only peers with an endpoint: the others never exchanged a message
+  // with this rank (either side's first one creates both sides' endpoints), and one that tries later
+  // finds this rank gone when its endpoint fails.
   void sendNotices(const std::string& why) {
     std::string& msg = noticeOut_;
     msg = why.substr(0, kNoticeBytes - 1);
     msg.resize(kNoticeBytes, '\0');
     std::vector<RequestPtr> reqs;
-    for (int p : setup_.peers) {
+    std::vector<int> connected;
+    for (auto& [p, ep] : eps_) connected.push_back(p);
+    for (int p : connected) {
       if (lost_.count(p)) continue;
       auto req = std::make_shared<Request>();
       start(Post{true, p, msg.data(), kNoticeBytes, tagSeq(kNoticeChannel, 0), req});
@@ -259,11 +254,41 @@ class UcxTransport final : public Transport {
     }
   }
 
+  // Creates the endpoint to `peer` (UCX connects it in the background).
+  ucs_status_t connect(int peer) {
+    ucp_ep_params_t ep{};
+    ep.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
+                    UCP_EP_PARAM_FIELD_ERR_HANDLER;
+    ep.address = reinterpret_cast<const ucp_address_t*>(addresses_.at(peer).data());
+    ep.err_mode = UCP_ERR_HANDLING_MODE_PEER;
+    ep.err_handler.cb = &UcxTransport::onEndpointError;
+    ep.err_handler.arg = this;
+    ucp_ep_h h = nullptr;
+    ucs_status_t st = ucp_ep_create(worker_, &ep, &h);
+    if (st != UCS_OK) return st;
+    eps_[peer] = h;
+    epPeer_[h] = peer;
+    if (runtimeConnect_) {
+      logInfo("NET/UCX rank " + std::to_string(setup_.rank) + ": endpoint to " + setup_.describeRank(peer) +
+              " (first use; " + std::to_string(eps_.size()) + " endpoints)");
+    }
+    return UCS_OK;
+  }
+
   void start(const Post& p, bool notice = false) {
     if (auto it = lost_.find(p.peer); it != lost_.end()) {
       p.req->fail(Status::kRemoteError, it->second);
       changed_ = true;
       return;
+    }
+    // On demand (CFX_RUNTIME_CONNECT): a rank's first send to or receive from a peer creates its
+    // endpoint, on both sides, so a peer that dies is seen by an endpoint error on either side.
+    if (!notice && eps_.count(p.peer) == 0) {
+      if (ucs_status_t st = connect(p.peer); st != UCS_OK) {
+        p.req->fail(Status::kRemoteError, "NET/UCX: no endpoint to " + setup_.describeRank(p.peer) + ": " + ucsError(st));
+        changed_ = true;
+        return;
+      }
     }
     auto* op = new Op{this, p.req, p.peer, p.send, p.bytes, nullptr, notice};
     ucp_request_param_t prm{};
@@ -490,6 +515,9 @@ class UcxTransport final : public Transport {
   int workerFd_ = -1;
   int evfd_ = -1;
   int epfd_ = -1;
+  // CFX_RUNTIME_CONNECT=1 (the default): endpoints are created on first use, not at init.
+  const bool runtimeConnect_ = env::getString("CFX_RUNTIME_CONNECT") != "0";
+  std::vector<std::string> addresses_;  // every rank's worker address
   std::map<int, ucp_ep_h> eps_;        // progress thread only, after construction
   std::map<ucp_ep_h, int> epPeer_;
   std::map<Op*, int> inflight_;

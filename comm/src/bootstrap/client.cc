@@ -31,13 +31,21 @@ Client Client::join(const UniqueIdData& id, int nranks, int rank, std::chrono::m
   h.rank = rank;
   h.pid = static_cast<int32_t>(getpid());
   h.hostId = topology::hostId();
-  auto f = frame(MsgType::kHello, c.secret_, encodeHello(h));
+  net::Socket listener;  // for this rank's children in the tree
+  Welcome welcome;
   for (;;) {
     c.sock_ = net::connectWithRetry(id.root, c.deadline_, rootListens);
     c.local_ = net::localAddress(c.sock_);
+    if (!listener.valid()) {
+      net::SockAddr at = c.local_;
+      at.setPort(0);
+      listener = net::listenOn(at, 64);
+      h.treePort = static_cast<uint32_t>(net::localAddress(listener).port());
+    }
+    auto f = frame(MsgType::kHello, c.secret_, encodeHello(h));
     c.sock_.sendAll(f.data(), f.size(), c.deadline_);
     try {
-      c.peers_ = decodeWelcome(c.readFrame(MsgType::kWelcome));
+      welcome = decodeWelcome(c.readFrame(MsgType::kWelcome));
       break;
     } catch (const Error&) {
       // On a socket that outlives one root (a shrink's), an earlier attempt's root may still be
@@ -47,10 +55,28 @@ Client Client::join(const UniqueIdData& id, int nranks, int rank, std::chrono::m
       std::this_thread::sleep_for(kRetryRefused);
     }
   }
-  if (static_cast<int>(c.peers_.size()) != nranks) {
-    throw Error(Status::kInternalError, "bootstrap welcome lists " + std::to_string(c.peers_.size()) + " ranks");
+  if (welcome.nranks != nranks || welcome.parent.empty() != (rank == 0)) {
+    throw Error(Status::kInternalError, "bootstrap welcome for " + std::to_string(welcome.nranks) + " ranks");
   }
+  c.tree_ = Tree(c.secret_, nranks, rank, c.deadline_);
+  c.tree_.connect(std::move(listener), welcome.parent, c.watch());
+  // Every rank's pid and host, gathered over the tree.
+  const std::string mine = [&] {
+    auto p = encodePeer(PeerInfo{h.pid, h.hostId});
+    return std::string(p.begin(), p.end());
+  }();
+  TreeDown table = c.tree_.round(Outcome{}, &mine, c.watch());
+  std::vector<int32_t> pids;
+  for (const auto& blob : table.blobs) {
+    c.peers_.push_back(decodePeer(blob));
+    pids.push_back(c.peers_.back().pid);
+  }
+  c.tree_.setPids(std::move(pids));
   return c;
+}
+
+RootWatch Client::watch() {
+  return RootWatch{sock_.fd(), [this] { readFrame(MsgType::kError); }};
 }
 
 std::vector<uint8_t> Client::readFrame(MsgType expected) {
@@ -87,20 +113,16 @@ std::vector<uint8_t> Client::readFrame(MsgType expected) {
 }
 
 Outcome Client::barrier(const Outcome& mine) {
-  StatusMsg s{static_cast<int32_t>(mine.status), mine.message};
-  auto f = frame(MsgType::kBarrier, secret_, encodeStatus(s));
-  sock_.sendAll(f.data(), f.size(), deadline_);
-  StatusMsg r = decodeStatus(readFrame(MsgType::kRelease));
-  return Outcome{static_cast<Status>(r.status), r.message};
+  TreeDown d = tree_.round(mine, nullptr, watch());
+  return Outcome{static_cast<Status>(d.status.status), d.status.message};
 }
 
 std::vector<std::string> Client::exchange(const std::string& mine) {
   if (mine.size() > kMaxExchangeBytes) {
     throw Error(Status::kInternalError, "bootstrap exchange blob of " + std::to_string(mine.size()) + " bytes");
   }
-  auto f = frame(MsgType::kExchange, secret_, std::vector<uint8_t>(mine.begin(), mine.end()));
-  sock_.sendAll(f.data(), f.size(), deadline_);
-  return decodeExchanged(readFrame(MsgType::kExchanged), static_cast<int>(peers_.size()));
+  TreeDown d = tree_.round(Outcome{}, &mine, watch());
+  return std::move(d.blobs);
 }
 
 void Client::finish() {
@@ -111,6 +133,7 @@ void Client::finish() {
     // The root may already be gone; initialisation is complete either way.
   }
   sock_.close();
+  tree_.close();
 }
 
 }  // namespace conflux::bootstrap

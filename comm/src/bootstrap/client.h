@@ -1,11 +1,13 @@
-// A rank's side of the bootstrap: join the root, learn every rank's pid and host, and run
-// barriers that carry a status (so one rank's failure during set-up reaches all of them).
+// A rank's side of the bootstrap: join the root, which places the rank in the bootstrap tree
+// (bootstrap/tree.h); learn every rank's pid and host over the tree, and run barriers that carry a
+// status (so one rank's failure during set-up reaches all of them) and all-gathers over it.
 #pragma once
 
 #include <chrono>
 #include <string>
 #include <vector>
 
+#include "bootstrap/tree.h"
 #include "bootstrap/unique_id.h"
 #include "bootstrap/wire.h"
 #include "outcome.h"
@@ -34,7 +36,10 @@ class Client {
   void finish();
 
  private:
+  // Reads the root's next frame (a job-level error throws its message).
   std::vector<uint8_t> readFrame(MsgType expected);
+  // The root's connection, watched while the tree waits (valid while this Client does not move).
+  RootWatch watch();
 
   net::Socket sock_;
   std::string root_;  // its address, for messages
@@ -44,6 +49,7 @@ class Client {
   std::vector<PeerInfo> peers_;
   net::SockAddr local_;
   bool refused_ = false;  // the root refused this rank's secret
+  Tree tree_;
 };
 
 }  // namespace conflux::bootstrap

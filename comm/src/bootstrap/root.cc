@@ -1,6 +1,6 @@
 #include "bootstrap/root.h"
 
-#include <poll.h>
+#include <sys/epoll.h>
 #include <unistd.h>
 #include <sys/socket.h>
 
@@ -16,6 +16,7 @@
 #include "bootstrap/wire.h"
 #include "common/error.h"
 #include "common/log.h"
+#include "patterns/kary_tree.h"
 #include "topology/host_id.h"
 
 namespace conflux::bootstrap {
@@ -30,9 +31,7 @@ struct Conn {
   std::vector<uint8_t> in;
   Clock::time_point handshakeDeadline;
   int rank = -1;           // set once its hello was accepted
-  uint64_t barriers = 0;   // barriers this rank has entered
-  uint64_t exchanges = 0;  // exchanges this rank has entered
-  std::string blob;        // its blob for the current exchange
+  net::SockAddr tree;      // where it listens for its children in the bootstrap tree
   bool saidBye = false;    // finished initialisation normally
   bool ownProcess = false; // the rank runs in the process that runs this root
   bool closed = false;
@@ -45,8 +44,15 @@ class RootServer {
     if (known_.earlier) generation_ = known_.earlier->begin();
   }
 
+  // One epoll set over the listener and every connection: the root of n ranks spends O(1) per
+  // message, not O(n) per wake-up as poll() over n descriptors did.
   void run() {
     net::setNonBlocking(listen_.fd(), true);
+    epoll_ = net::Socket(epoll_create1(EPOLL_CLOEXEC));
+    if (!epoll_.valid()) throwSystemError("bootstrap root: epoll_create1", errno);
+    watch(listen_.fd(), nullptr);
+    bool accepting = true;
+    std::vector<epoll_event> events(256);
     while (!finished()) {
       if (Clock::now() > deadline_) {
         failJob("bootstrap timed out: " + std::to_string(joinedCount()) + " of " +
@@ -55,18 +61,29 @@ class RootServer {
         return;
       }
       // A root on a shrink's socket serves it until a later attempt's root starts there.
-      const bool accepting = !known_.earlier || known_.earlier->latest() == generation_;
-      std::vector<pollfd> fds{{listen_.fd(), static_cast<short>(accepting ? POLLIN : 0), 0}};
-      for (auto& c : conns_) fds.push_back({c->sock.fd(), POLLIN, 0});
-      int rc = ::poll(fds.data(), fds.size(), 100);
-      if (rc < 0 && errno != EINTR) return;
-      if (fds[0].revents & POLLIN) acceptAll();
-      for (size_t i = 1; i < fds.size(); ++i) {
-        if (fds[i].revents != 0) readFrom(*conns_[i - 1]);
+      if (accepting && known_.earlier && known_.earlier->latest() != generation_) {
+        accepting = false;
+        epoll_ctl(epoll_.fd(), EPOLL_CTL_DEL, listen_.fd(), nullptr);
       }
-      expireHandshakes();
+      int rc = epoll_wait(epoll_.fd(), events.data(), static_cast<int>(events.size()), 100);
+      if (rc < 0 && errno != EINTR) return;
+      for (int i = 0; i < rc; ++i) {
+        auto* c = static_cast<Conn*>(events[i].data.ptr);
+        if (c == nullptr) {
+          if (accepting) acceptAll();
+        } else if (!c->closed) {
+          readFrom(*c);
+        }
+      }
+      if (Clock::now() >= nextSweep_) {
+        nextSweep_ = Clock::now() + std::chrono::milliseconds(100);
+        expireHandshakes();
+      }
       checkKnownRanks();
-      conns_.erase(std::remove_if(conns_.begin(), conns_.end(), [](auto& c) { return c->closed; }), conns_.end());
+      if (closed_ > 0) {
+        conns_.erase(std::remove_if(conns_.begin(), conns_.end(), [](auto& c) { return c->closed; }), conns_.end());
+        closed_ = 0;
+      }
     }
   }
 
@@ -88,6 +105,13 @@ class RootServer {
     return n;
   }
 
+  void watch(int fd, Conn* c) {
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.ptr = c;
+    if (epoll_ctl(epoll_.fd(), EPOLL_CTL_ADD, fd, &ev) != 0) throwSystemError("bootstrap root: epoll_ctl", errno);
+  }
+
   void acceptAll() {
     for (;;) {
       int fd = ::accept4(listen_.fd(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
@@ -95,21 +119,23 @@ class RootServer {
       auto c = std::make_unique<Conn>();
       c->sock = net::Socket(fd);
       c->handshakeDeadline = Clock::now() + kHandshakeTimeout;
+      watch(fd, c.get());
       conns_.push_back(std::move(c));
     }
+  }
+
+  // Closes a connection (its descriptor leaves the epoll set with it); run() frees it.
+  void closeConn(Conn& c) {
+    if (c.closed) return;
+    c.sock.close();
+    c.closed = true;
+    ++closed_;
   }
 
   // A peer with another job's secret: it is told why, and the job's timeout message counts it.
   void refuse(Conn& c) {
     std::string from = "a peer";
-    sockaddr_storage ss{};
-    socklen_t len = sizeof(ss);
-    if (getpeername(c.sock.fd(), reinterpret_cast<sockaddr*>(&ss), &len) == 0) {
-      net::SockAddr a;
-      a.storage = ss;
-      a.len = len;
-      from = a.str();
-    }
+    if (net::SockAddr a = peerAddress(c); a.len > 0) from = a.str();
     refused_.push_back(from);
     logWarn("bootstrap root: refused " + from + ": wrong secret");
     auto f = refusalFrame("wrong secret: its unique id (CFX_UNIQUE_ID, or CFX_SECRET) is not this job's");
@@ -118,8 +144,7 @@ class RootServer {
     } catch (const Error&) {
       // It will see the connection close instead.
     }
-    c.sock.close();
-    c.closed = true;
+    closeConn(c);
   }
 
   // A rank joining an earlier, failed attempt on this socket (KnownRanks::earlier): it hears why
@@ -135,8 +160,7 @@ class RootServer {
     } catch (const Error&) {
       // It will see the connection close instead.
     }
-    c.sock.close();
-    c.closed = true;
+    closeConn(c);
     return true;
   }
 
@@ -162,8 +186,7 @@ class RootServer {
 
   void drop(Conn& c, const std::string& why) {
     logWarn("bootstrap root: dropping a connection: " + why);
-    c.sock.close();
-    c.closed = true;
+    closeConn(c);
   }
 
   // KnownRanks: a rank that has not joined and never will fails the job now.
@@ -217,7 +240,7 @@ class RootServer {
       std::string bad = validateHeader(h, secret_);
       if (bad.empty()) {
         auto t = static_cast<MsgType>(h.type);
-        bool expected = c.rank < 0 ? t == MsgType::kHello : (t == MsgType::kBarrier || t == MsgType::kBye || t == MsgType::kExchange);
+        bool expected = c.rank < 0 ? t == MsgType::kHello : t == MsgType::kBye;
         if (!expected) bad = "unexpected message type " + std::to_string(h.type);
       }
       if (!bad.empty()) {
@@ -234,12 +257,8 @@ class RootServer {
       try {
         if (c.rank < 0) {
           onHello(c, decodeHello(payload));
-        } else if (static_cast<MsgType>(h.type) == MsgType::kBye) {
-          c.saidBye = true;
-        } else if (static_cast<MsgType>(h.type) == MsgType::kExchange) {
-          onExchange(c, std::string(payload.begin(), payload.end()));
         } else {
-          onBarrier(c, decodeStatus(payload));
+          c.saidBye = true;
         }
       } catch (const Error& e) {
         drop(c, e.what());
@@ -264,8 +283,7 @@ class RootServer {
     send(c, MsgType::kError, std::vector<uint8_t>(m.begin(), m.end()));
     ++informed_;
     told_.insert(rank);
-    c.sock.close();
-    c.closed = true;
+    closeConn(c);
   }
 
   // A job-level error: every rank that is or will be connected hears it.
@@ -319,13 +337,34 @@ class RootServer {
     if (peers_.empty()) peers_.resize(nranks_);
     peers_[h.rank] = PeerInfo{h.pid, h.hostId};
     c.ownProcess = h.pid == getpid() && h.hostId == topology::hostId();
+    c.tree = peerAddress(c);
+    c.tree.setPort(static_cast<int>(h.treePort));
     byRank_[h.rank] = &c;
-    if (static_cast<int>(byRank_.size()) == nranks_) {
-      formed_ = true;
-      auto welcome = encodeWelcome(peers_);
-      for (Conn* conn : ranksOwnLast()) send(*conn, MsgType::kWelcome, welcome);
-      logInfo("bootstrap root: all " + std::to_string(nranks_) + " ranks joined");
+    if (static_cast<int>(byRank_.size()) == nranks_) place();
+  }
+
+  // All ranks joined: each learns its parent in the bootstrap tree, and the rest of the bootstrap
+  // (the rank table, barriers, all-gathers) runs over the tree.
+  void place() {
+    formed_ = true;
+    for (Conn* conn : ranksOwnLast()) {
+      const int parent = patterns::karyParent(conn->rank, patterns::kBootstrapFanout);
+      send(*conn, MsgType::kWelcome, encodeWelcome(Welcome{nranks_, parent < 0 ? "" : byRank_[parent]->tree.str()}));
     }
+    logInfo("bootstrap root: all " + std::to_string(nranks_) + " ranks joined; the rest runs over a " +
+            std::to_string(patterns::kBootstrapFanout) + "-ary tree of depth " +
+            std::to_string(patterns::karyDepth(nranks_, patterns::kBootstrapFanout)));
+  }
+
+  static net::SockAddr peerAddress(const Conn& c) {
+    net::SockAddr a;
+    sockaddr_storage ss{};
+    socklen_t len = sizeof(ss);
+    if (getpeername(c.sock.fd(), reinterpret_cast<sockaddr*>(&ss), &len) == 0) {
+      a.storage = ss;
+      a.len = len;
+    }
+    return a;
   }
 
   // Answers go to the ranks of other processes first: a rank of this process that hears a failure
@@ -340,44 +379,8 @@ class RootServer {
     return ownProcessLast(std::move(conns));
   }
 
-  void onBarrier(Conn& c, const StatusMsg& s) {
-    ++c.barriers;
-    if (s.status != 0 && barrierStatus_.status == 0) barrierStatus_ = s;
-    releaseIfComplete();
-  }
-
-  void releaseIfComplete() {
-    uint64_t level = UINT64_MAX;
-    for (auto& [rank, conn] : byRank_) level = std::min(level, conn->barriers);
-    if (level <= released_) return;
-    released_ = level;
-    auto payload = encodeStatus(barrierStatus_);
-    for (Conn* conn : ranksOwnLast()) {
-      if (!conn->closed) send(*conn, MsgType::kRelease, payload);
-    }
-    barrierStatus_ = StatusMsg{};
-  }
-
-  // Like a barrier, but the release carries every rank's blob.
-  void onExchange(Conn& c, std::string blob) {
-    ++c.exchanges;
-    c.blob = std::move(blob);
-    if (static_cast<int>(byRank_.size()) != nranks_) return;
-    for (auto& [rank, conn] : byRank_) {
-      if (conn->exchanges <= exchanged_) return;
-    }
-    ++exchanged_;
-    std::vector<std::string> blobs(nranks_);
-    for (auto& [rank, conn] : byRank_) blobs[rank] = conn->blob;
-    auto payload = encodeExchanged(blobs);
-    for (Conn* conn : ranksOwnLast()) {
-      if (!conn->closed) send(*conn, MsgType::kExchanged, payload);
-    }
-  }
-
   void onDisconnect(Conn& c) {
-    c.sock.close();
-    c.closed = true;
+    closeConn(c);
     if (c.rank < 0 || byRank_.count(c.rank) == 0 || byRank_[c.rank] != &c) return;
     // A rank that leaves without saying goodbye died during initialisation.
     if (!c.saidBye) {
@@ -393,7 +396,10 @@ class RootServer {
   net::Socket listen_;
   Secret secret_;
   Clock::time_point deadline_;
+  net::Socket epoll_;  // an epoll descriptor (net::Socket only closes it)
   std::vector<std::unique_ptr<Conn>> conns_;
+  int closed_ = 0;  // connections closed since run() last freed them
+  Clock::time_point nextSweep_{};
   std::map<int, Conn*> byRank_;
   std::vector<PeerInfo> peers_;
   int nranks_ = 0;
@@ -402,9 +408,6 @@ class RootServer {
   std::string jobError_;
   std::vector<std::string> refused_;  // addresses of peers refused for a wrong secret
   int informed_ = 0;
-  uint64_t released_ = 0;
-  uint64_t exchanged_ = 0;
-  StatusMsg barrierStatus_;
   KnownRanks known_;
   uint64_t generation_ = 0;  // this root's attempt on a shrink's socket
   std::set<int> told_;       // ranks (of their hellos) sent the job's error

@@ -4,9 +4,11 @@
 //      rank in range, nranks agreed, no duplicate rank); a connection that fails a wire check is
 //      dropped with a warning and the job still forms; a job-level error (duplicate rank, nranks
 //      mismatch, rank out of range) is sent to every rank that connects;
-//   2. once all ranks joined, sends each the table of all ranks (pid, host);
-//   3. serves barriers carrying a status, releasing all ranks with the first failure, until every
-//      rank has disconnected.
+//   2. once all ranks joined, sends each the address of its parent in the bootstrap tree
+//      (bootstrap/tree.h), over which the ranks then gather the rank table and run their barriers
+//      and all-gathers: no round trip of them passes through this thread;
+//   3. keeps every rank's connection until the rank says goodbye, and tells every rank the first
+//      job-level error: a rank that disconnects without goodbye, the bootstrap timeout.
 // It owns all of its state and exits on completion, on error, or after the bootstrap timeout.
 #pragma once
 

@@ -8,8 +8,9 @@ namespace conflux::bootstrap {
 
 namespace {
 
-constexpr size_t kHelloBytes = 16 + kHostIdBytes;
+constexpr size_t kHelloBytes = 20 + kHostIdBytes;
 constexpr size_t kPeerBytes = 4 + kHostIdBytes;
+constexpr size_t kMaxAddressBytes = 256;
 
 class Writer {
  public:
@@ -19,6 +20,10 @@ class Writer {
     std::vector<uint8_t> b(n, 0);
     std::memcpy(b.data(), s.data(), std::min(s.size(), n - 1));
     raw(b.data(), n);
+  }
+  void str(const std::string& s) {
+    u32(static_cast<uint32_t>(s.size()));
+    raw(s.data(), s.size());
   }
   void raw(const void* p, size_t n) {
     const auto* b = static_cast<const uint8_t*>(p);
@@ -47,9 +52,13 @@ class Reader {
     pos_ += n;
     return r;
   }
-  std::string rest() {
-    std::string r(reinterpret_cast<const char*>(p_.data() + pos_), p_.size() - pos_);
-    pos_ = p_.size();
+  // [u32 length][bytes], the length at most `max`.
+  std::string str(size_t max, const char* what) {
+    uint32_t n = u32();
+    if (n > max) throw Error(Status::kRemoteError, std::string("malformed bootstrap message: ") + what + " too long");
+    need(n);
+    std::string r(reinterpret_cast<const char*>(p_.data() + pos_), n);
+    pos_ += n;
     return r;
   }
   void raw(void* out, size_t n) {
@@ -74,13 +83,12 @@ class Reader {
 size_t maxPayload(MsgType type) {
   switch (type) {
     case MsgType::kHello: return kHelloBytes;
-    case MsgType::kWelcome: return 4 + static_cast<size_t>(kMaxRanks) * kPeerBytes;
+    case MsgType::kWelcome: return 8 + kMaxAddressBytes;
     case MsgType::kError: return kMaxMessageBytes;
-    case MsgType::kBarrier:
-    case MsgType::kRelease: return 4 + kMaxMessageBytes;
     case MsgType::kBye: return 1;  // empty payload; the bound only has to be non-zero
-    case MsgType::kExchange: return kMaxExchangeBytes;
-    case MsgType::kExchanged: return 4 + static_cast<size_t>(kMaxRanks) * (4 + kMaxExchangeBytes);
+    case MsgType::kChild: return 4;
+    case MsgType::kUp:
+    case MsgType::kDown: return maxRoundPayload(kMaxRanks);
   }
   return 0;
 }
@@ -132,6 +140,7 @@ std::vector<uint8_t> encodeHello(const Hello& h) {
   w.i32(h.nranks);
   w.i32(h.rank);
   w.i32(h.pid);
+  w.u32(h.treePort);
   w.fixedString(h.hostId, kHostIdBytes);
   return w.out;
 }
@@ -143,75 +152,103 @@ Hello decodeHello(const std::vector<uint8_t>& p) {
   h.nranks = r.i32();
   h.rank = r.i32();
   h.pid = r.i32();
+  h.treePort = r.u32();
   h.hostId = r.fixedString(kHostIdBytes);
   r.expectEnd();
   return h;
 }
 
-std::vector<uint8_t> encodeWelcome(const std::vector<PeerInfo>& peers) {
+std::vector<uint8_t> encodeWelcome(const Welcome& welcome) {
   Writer w;
-  w.i32(static_cast<int32_t>(peers.size()));
-  for (const auto& p : peers) {
-    w.i32(p.pid);
-    w.fixedString(p.hostId, kHostIdBytes);
-  }
+  w.i32(welcome.nranks);
+  w.str(welcome.parent.substr(0, kMaxAddressBytes));
   return w.out;
 }
 
-std::vector<PeerInfo> decodeWelcome(const std::vector<uint8_t>& p) {
+Welcome decodeWelcome(const std::vector<uint8_t>& p) {
   Reader r(p);
-  int32_t n = r.i32();
-  if (n <= 0 || n > kMaxRanks || p.size() != 4 + static_cast<size_t>(n) * kPeerBytes) {
-    throw Error(Status::kRemoteError, "malformed bootstrap welcome");
-  }
-  std::vector<PeerInfo> peers(n);
-  for (auto& peer : peers) {
-    peer.pid = r.i32();
-    peer.hostId = r.fixedString(kHostIdBytes);
-  }
+  Welcome w;
+  w.nranks = r.i32();
+  if (w.nranks <= 0 || w.nranks > kMaxRanks) throw Error(Status::kRemoteError, "malformed bootstrap welcome");
+  w.parent = r.str(kMaxAddressBytes, "parent address");
   r.expectEnd();
-  return peers;
+  return w;
 }
 
-std::vector<uint8_t> encodeStatus(const StatusMsg& s) {
+std::vector<uint8_t> encodePeer(const PeerInfo& p) {
   Writer w;
-  w.i32(s.status);
-  std::string m = s.message.substr(0, kMaxMessageBytes);
-  w.raw(m.data(), m.size());
+  w.i32(p.pid);
+  w.fixedString(p.hostId, kHostIdBytes);
   return w.out;
 }
 
-StatusMsg decodeStatus(const std::vector<uint8_t>& p) {
-  Reader r(p);
-  StatusMsg s;
-  s.status = r.i32();
-  s.message = r.rest();
-  return s;
+PeerInfo decodePeer(const std::string& blob) {
+  std::vector<uint8_t> bytes(blob.begin(), blob.end());
+  if (bytes.size() != kPeerBytes) throw Error(Status::kRemoteError, "malformed bootstrap peer record");
+  Reader r(bytes);
+  PeerInfo p;
+  p.pid = r.i32();
+  p.hostId = r.fixedString(kHostIdBytes);
+  return p;
 }
 
-std::vector<uint8_t> encodeExchanged(const std::vector<std::string>& blobs) {
+size_t maxRoundPayload(int nranks) {
+  return 16 + kMaxMessageBytes + static_cast<size_t>(nranks) * (8 + kMaxExchangeBytes);
+}
+
+std::vector<uint8_t> encodeUp(const TreeUp& u) {
   Writer w;
-  w.u32(static_cast<uint32_t>(blobs.size()));
-  for (const auto& b : blobs) {
-    w.u32(static_cast<uint32_t>(b.size()));
-    w.raw(b.data(), b.size());
+  w.i32(u.status.status);
+  w.i32(u.failedRank);
+  w.str(u.status.message.substr(0, kMaxMessageBytes));
+  w.u32(static_cast<uint32_t>(u.blobs.size()));
+  for (const auto& [rank, blob] : u.blobs) {
+    w.i32(rank);
+    w.str(blob);
   }
   return w.out;
 }
 
-std::vector<std::string> decodeExchanged(const std::vector<uint8_t>& p, int nranks) {
+TreeUp decodeUp(const std::vector<uint8_t>& p, int nranks) {
   Reader r(p);
+  TreeUp u;
+  u.status.status = r.i32();
+  u.failedRank = r.i32();
+  u.status.message = r.str(kMaxMessageBytes, "status message");
   uint32_t n = r.u32();
-  if (static_cast<int64_t>(n) != nranks) throw Error(Status::kRemoteError, "malformed bootstrap exchange: wrong count");
-  std::vector<std::string> out(n);
-  for (auto& b : out) {
-    uint32_t len = r.u32();
-    if (len > kMaxExchangeBytes) throw Error(Status::kRemoteError, "malformed bootstrap exchange: blob too long");
-    b.resize(len);
-    r.raw(b.data(), len);
+  if (static_cast<int64_t>(n) > nranks) throw Error(Status::kRemoteError, "malformed bootstrap round: too many blobs");
+  u.blobs.resize(n);
+  for (auto& [rank, blob] : u.blobs) {
+    rank = r.i32();
+    if (rank < 0 || rank >= nranks) throw Error(Status::kRemoteError, "malformed bootstrap round: rank out of range");
+    blob = r.str(kMaxExchangeBytes, "blob");
   }
   r.expectEnd();
-  return out;
+  return u;
+}
+
+std::vector<uint8_t> encodeDown(const TreeDown& d) {
+  Writer w;
+  w.i32(d.status.status);
+  w.str(d.status.message.substr(0, kMaxMessageBytes));
+  w.u32(static_cast<uint32_t>(d.blobs.size()));
+  for (const auto& b : d.blobs) w.str(b);
+  return w.out;
+}
+
+TreeDown decodeDown(const std::vector<uint8_t>& p, int nranks) {
+  Reader r(p);
+  TreeDown d;
+  d.status.status = r.i32();
+  d.status.message = r.str(kMaxMessageBytes, "status message");
+  uint32_t n = r.u32();
+  if (n != 0 && static_cast<int64_t>(n) != nranks) {
+    throw Error(Status::kRemoteError, "malformed bootstrap round: wrong count");
+  }
+  d.blobs.resize(n);
+  for (auto& b : d.blobs) b = r.str(kMaxExchangeBytes, "blob");
+  r.expectEnd();
+  return d;
 }
 
 }  // namespace conflux::bootstrap

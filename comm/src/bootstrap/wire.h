@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "bootstrap/unique_id.h"
@@ -13,20 +14,23 @@
 namespace conflux::bootstrap {
 
 inline constexpr uint32_t kFrameMagic = 0x43465842;  // "CFXB"
-inline constexpr uint16_t kProtocolVersion = 1;
+inline constexpr uint16_t kProtocolVersion = 2;
 inline constexpr size_t kHostIdBytes = 128;
 inline constexpr size_t kMaxMessageBytes = 1024;
 inline constexpr int kMaxRanks = 1 << 16;
 
+// A rank joins the root (kHello, answered by kWelcome: its parent in the bootstrap tree), connects
+// to its parent (kChild), and from then on runs barriers and all-gathers over the tree: kUp carries
+// a subtree's status and blobs towards rank 0, kDown the outcome and every blob back. The root
+// keeps each rank's connection until its kBye only to tell every rank a job-level error.
 enum class MsgType : uint16_t {
   kHello = 1,
   kWelcome = 2,
   kError = 3,
-  kBarrier = 4,
-  kRelease = 5,
   kBye = 6,
-  kExchange = 7,   // a rank's blob for an all-gather (network addresses)
-  kExchanged = 8,  // every rank's blob, in rank order
+  kChild = 9,  // a rank to its parent in the tree: its rank
+  kUp = 10,
+  kDown = 11,
 };
 inline constexpr size_t kMaxExchangeBytes = 2048;
 
@@ -55,7 +59,12 @@ struct Hello {
   int32_t nranks = 0;
   int32_t rank = 0;
   int32_t pid = 0;
+  uint32_t treePort = 0;  // where the rank listens for its children, at the address it reached the root from
   std::string hostId;
+};
+struct Welcome {
+  int32_t nranks = 0;
+  std::string parent;  // "host:port" of the rank's parent in the tree; empty for rank 0
 };
 struct PeerInfo {
   int32_t pid = 0;
@@ -68,12 +77,30 @@ struct StatusMsg {  // barrier request and release
 
 std::vector<uint8_t> encodeHello(const Hello& h);
 Hello decodeHello(const std::vector<uint8_t>& p);
-std::vector<uint8_t> encodeWelcome(const std::vector<PeerInfo>& peers);
-std::vector<PeerInfo> decodeWelcome(const std::vector<uint8_t>& p);
-std::vector<uint8_t> encodeStatus(const StatusMsg& s);
-StatusMsg decodeStatus(const std::vector<uint8_t>& p);
-// kExchanged: [u32 n] then n times [u32 length][bytes]; decoding checks n and every length.
-std::vector<uint8_t> encodeExchanged(const std::vector<std::string>& blobs);
-std::vector<std::string> decodeExchanged(const std::vector<uint8_t>& p, int nranks);
+std::vector<uint8_t> encodeWelcome(const Welcome& w);
+Welcome decodeWelcome(const std::vector<uint8_t>& p);
+std::vector<uint8_t> encodePeer(const PeerInfo& p);
+PeerInfo decodePeer(const std::string& blob);
+
+// A subtree's part of one round: the failure of its lowest failed rank (status 0: none) and the
+// blobs of its ranks.
+struct TreeUp {
+  StatusMsg status;
+  int32_t failedRank = -1;
+  std::vector<std::pair<int32_t, std::string>> blobs;  // (rank, blob)
+};
+// The round's outcome, and every rank's blob in rank order (none for a barrier).
+struct TreeDown {
+  StatusMsg status;
+  std::vector<std::string> blobs;
+};
+std::vector<uint8_t> encodeUp(const TreeUp& u);
+// Checks every rank (in 0..nranks-1) and every blob's length.
+TreeUp decodeUp(const std::vector<uint8_t>& p, int nranks);
+std::vector<uint8_t> encodeDown(const TreeDown& d);
+// Checks the count (0 or nranks) and every blob's length.
+TreeDown decodeDown(const std::vector<uint8_t>& p, int nranks);
+// The largest kUp or kDown payload a job of nranks can send.
+size_t maxRoundPayload(int nranks);
 
 }  // namespace conflux::bootstrap

@@ -1,5 +1,8 @@
+#include <cstdint>
+
 #include "patterns/double_binary_tree.h"
 #include "patterns/halving_doubling.h"
+#include "patterns/kary_tree.h"
 
 namespace conflux::patterns {
 
@@ -79,6 +82,22 @@ HdPlan halvingDoubling(int m, int me) {
     plan.steps.push_back(s);
   }
   return plan;
+}
+
+int karyParent(int rank, int k) { return rank <= 0 ? -1 : (rank - 1) / k; }
+
+std::vector<int> karyChildren(int n, int rank, int k) {
+  std::vector<int> c;
+  for (int64_t i = static_cast<int64_t>(k) * rank + 1; i <= static_cast<int64_t>(k) * rank + k && i < n; ++i) {
+    c.push_back(static_cast<int>(i));
+  }
+  return c;
+}
+
+int karyDepth(int n, int k) {
+  int depth = 0;
+  for (int r = n - 1; r > 0; r = karyParent(r, k)) ++depth;
+  return depth;
 }
 
 }  // namespace conflux::patterns
