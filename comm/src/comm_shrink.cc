@@ -122,9 +122,7 @@ std::unique_ptr<Communicator> Communicator::shrink(const std::vector<int>& exclu
     return form(client, secret, newRank, opts, [&](Setup& s, const HostMap& hosts) { prepare(s, hosts, client); }, {});
   } catch (const Error& e) {
     if (e.status() != Status::kInvalidUsage) throw;
-    const std::string what = e.what();
-    if (what.find(bootstrap::kGoneBeforeJoining) != std::string::npos) throw Error(Status::kRemoteError, what);
-    throw Error(e.status(), what + " (every survivor must pass the same excludeRanks)");
+    throw Error(e.status(), std::string(e.what()) + " (every survivor must pass the same excludeRanks)");
   }
 }
 

@@ -96,17 +96,18 @@ std::vector<uint8_t> Client::readFrame(MsgType expected) {
   std::string bad = validateHeader(h, secret_);
   if (!bad.empty() && isRefusal(h)) {
     refused_ = true;
-    std::string why(h.length, '\0');
+    std::vector<uint8_t> why(h.length);
     if (h.length > 0) sock_.recvAll(why.data(), why.size(), deadline_);
     throw Error(Status::kInvalidUsage, "bootstrap: the root at " + root_ + " refused rank " + std::to_string(rank_) +
-                                           ": " + why);
+                                           ": " + decodeError(why).message);
   }
   if (!bad.empty()) throw Error(Status::kRemoteError, "bootstrap root sent an invalid frame: " + bad);
   std::vector<uint8_t> payload(h.length);
   if (h.length > 0) sock_.recvAll(payload.data(), payload.size(), deadline_);
   auto type = static_cast<MsgType>(h.type);
   if (type == MsgType::kError) {
-    throw Error(Status::kInvalidUsage, "bootstrap failed: " + std::string(payload.begin(), payload.end()));
+    StatusMsg e = decodeError(payload);
+    throw Error(static_cast<Status>(e.status), "bootstrap failed: " + e.message);
   }
   if (type != expected) throw Error(Status::kRemoteError, "bootstrap root sent an unexpected message");
   return payload;

@@ -57,7 +57,7 @@ class RootServer {
       if (Clock::now() > deadline_) {
         failJob("bootstrap timed out: " + std::to_string(joinedCount()) + " of " +
                 (nranks_ > 0 ? std::to_string(nranks_) : std::string("?")) + " ranks joined" + missingText() +
-                " (CFX_BOOTSTRAP_TIMEOUT)");
+                " (CFX_BOOTSTRAP_TIMEOUT)", Status::kTimeout);
         return;
       }
       // A root on a shrink's socket serves it until a later attempt's root starts there.
@@ -153,9 +153,8 @@ class RootServer {
     if (!known_.earlier) return false;
     auto earlier = known_.earlier->find(secret);
     if (!earlier) return false;
-    std::string m = earlier->second.substr(0, kMaxMessageBytes);
     try {
-      auto f = frame(MsgType::kError, earlier->first, std::vector<uint8_t>(m.begin(), m.end()));
+      auto f = frame(MsgType::kError, earlier->secret, encodeError(static_cast<int32_t>(earlier->status), earlier->error));
       c.sock.sendAll(f.data(), f.size(), Clock::now() + std::chrono::seconds(1));
     } catch (const Error&) {
       // It will see the connection close instead.
@@ -203,7 +202,7 @@ class RootServer {
       if (byRank_.count(r) != 0) continue;
       std::string why = known_.whyGone(r);
       if (!why.empty()) {
-        failJob("rank " + std::to_string(r) + " " + why + kGoneBeforeJoining);
+        failJob("rank " + std::to_string(r) + " " + why + kGoneBeforeJoining, Status::kRemoteError);
         return;
       }
     }
@@ -279,19 +278,20 @@ class RootServer {
   }
 
   void sendError(Conn& c, const std::string& msg, int rank) {
-    std::string m = msg.substr(0, kMaxMessageBytes);
-    send(c, MsgType::kError, std::vector<uint8_t>(m.begin(), m.end()));
+    send(c, MsgType::kError, encodeError(static_cast<int32_t>(jobStatus_), msg));
     ++informed_;
     told_.insert(rank);
     closeConn(c);
   }
 
-  // A job-level error: every rank that is or will be connected hears it.
-  void failJob(const std::string& msg) {
+  // A job-level error: every rank that is or will be connected hears it, with `status` (a
+  // usage error by default; a rank that is gone is a remote error, the timeout a timeout).
+  void failJob(const std::string& msg, Status status = Status::kInvalidUsage) {
     if (jobError_.empty()) {
       jobError_ = msg;
+      jobStatus_ = status;
       logWarn("bootstrap root: " + msg);
-      if (known_.earlier) known_.earlier->add(secret_, msg);
+      if (known_.earlier) known_.earlier->add(secret_, status, msg);
     }
     std::vector<Conn*> joined;
     for (auto& c : conns_) {
@@ -387,7 +387,7 @@ class RootServer {
       std::string msg = "rank " + std::to_string(c.rank) + " (pid " + std::to_string(peers_[c.rank].pid) +
                         ") disconnected during initialisation";
       byRank_.erase(c.rank);
-      failJob(msg);
+      failJob(msg, Status::kRemoteError);
       return;
     }
     byRank_.erase(c.rank);  // left normally, after the last barrier
@@ -406,6 +406,7 @@ class RootServer {
   int firstRank_ = -1;
   bool formed_ = false;
   std::string jobError_;
+  Status jobStatus_ = Status::kInvalidUsage;
   std::vector<std::string> refused_;  // addresses of peers refused for a wrong secret
   int informed_ = 0;
   KnownRanks known_;
@@ -419,15 +420,15 @@ class RootServer {
 
 uint64_t FailedAttempts::begin() { return latest_.fetch_add(1) + 1; }
 
-void FailedAttempts::add(const Secret& secret, const std::string& error) {
+void FailedAttempts::add(const Secret& secret, Status status, const std::string& error) {
   std::lock_guard<std::mutex> lock(mu_);
-  attempts_.emplace_back(secret, error);
+  attempts_.push_back(Failure{secret, status, error});
 }
 
-std::optional<std::pair<Secret, std::string>> FailedAttempts::find(const uint8_t* secret) const {
+std::optional<FailedAttempts::Failure> FailedAttempts::find(const uint8_t* secret) const {
   std::lock_guard<std::mutex> lock(mu_);
   for (const auto& a : attempts_) {
-    if (secretsEqual(a.first, secret)) return a;
+    if (secretsEqual(a.secret, secret)) return a;
   }
   return std::nullopt;
 }

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "bootstrap/unique_id.h"
+#include "common/error.h"
 #include "transport/socket/socket.h"
 
 namespace conflux::bootstrap {
@@ -44,20 +45,25 @@ class FailedAttempts {
   // A new attempt: its generation, the latest from now on.
   uint64_t begin();
   uint64_t latest() const { return latest_.load(); }
-  void add(const Secret& secret, const std::string& error);
-  std::optional<std::pair<Secret, std::string>> find(const uint8_t* secret) const;
+  struct Failure {
+    Secret secret;
+    Status status;
+    std::string error;
+  };
+  void add(const Secret& secret, Status status, const std::string& error);
+  std::optional<Failure> find(const uint8_t* secret) const;
 
  private:
   std::atomic<uint64_t> latest_{0};
   mutable std::mutex mu_;
-  std::vector<std::pair<Secret, std::string>> attempts_;
+  std::vector<Failure> attempts_;
 };
 struct KnownRanks {
   int nranks = 0;
   std::function<std::string(int rank)> whyGone;
   std::shared_ptr<FailedAttempts> earlier;
 };
-// How the job error about such a rank ends (the ranks tell it from a usage error by it).
+// How the job error about such a rank ends (a remote error; usage errors are the ranks' own).
 inline constexpr const char* kGoneBeforeJoining = " before it joined";
 // Serves on `listen`, a socket that already listens (its pending connections are served too).
 void startRoot(net::Socket listen, const Secret& secret, std::chrono::milliseconds timeout, KnownRanks known);

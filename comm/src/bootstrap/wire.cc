@@ -84,7 +84,7 @@ size_t maxPayload(MsgType type) {
   switch (type) {
     case MsgType::kHello: return kHelloBytes;
     case MsgType::kWelcome: return 8 + kMaxAddressBytes;
-    case MsgType::kError: return kMaxMessageBytes;
+    case MsgType::kError: return 4 + kMaxMessageBytes;
     case MsgType::kBye: return 1;  // empty payload; the bound only has to be non-zero
     case MsgType::kChild: return 4;
     case MsgType::kUp:
@@ -118,16 +118,34 @@ std::vector<uint8_t> frame(MsgType type, const Secret& secret, const std::vector
   return out;
 }
 
+std::vector<uint8_t> encodeError(int32_t status, const std::string& message) {
+  Writer w;
+  w.i32(status);
+  std::string m = message.substr(0, kMaxMessageBytes);
+  w.raw(m.data(), m.size());
+  return w.out;
+}
+
+StatusMsg decodeError(const std::vector<uint8_t>& p) {
+  Reader r(p);
+  StatusMsg s;
+  s.status = r.i32();
+  if (s.status <= static_cast<int32_t>(Status::kSuccess) || s.status > static_cast<int32_t>(Status::kAborted)) {
+    s.status = static_cast<int32_t>(Status::kRemoteError);
+  }
+  s.message.assign(p.begin() + 4, p.end());
+  return s;
+}
+
 std::vector<uint8_t> refusalFrame(const std::string& why) {
-  std::string m = why.substr(0, kMaxMessageBytes);
-  return frame(MsgType::kError, Secret{}, std::vector<uint8_t>(m.begin(), m.end()));
+  return frame(MsgType::kError, Secret{}, encodeError(static_cast<int32_t>(Status::kInvalidUsage), why));
 }
 
 bool isRefusal(const FrameHeader& h) {
   if (h.magic != kFrameMagic || h.version != kProtocolVersion || h.type != static_cast<uint16_t>(MsgType::kError)) {
     return false;
   }
-  if (h.length > kMaxMessageBytes) return false;
+  if (h.length > 4 + kMaxMessageBytes) return false;
   for (uint8_t b : h.secret) {
     if (b != 0) return false;
   }

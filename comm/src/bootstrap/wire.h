@@ -70,11 +70,15 @@ struct PeerInfo {
   int32_t pid = 0;
   std::string hostId;
 };
-struct StatusMsg {  // barrier request and release
+struct StatusMsg {  // a round's or an error's status and message
   int32_t status = 0;
   std::string message;
 };
 
+// A job-level error (kError): the status every rank reports ([i32 status], then the message);
+// unknown statuses read as a remote error.
+std::vector<uint8_t> encodeError(int32_t status, const std::string& message);
+StatusMsg decodeError(const std::vector<uint8_t>& p);
 std::vector<uint8_t> encodeHello(const Hello& h);
 Hello decodeHello(const std::vector<uint8_t>& p);
 std::vector<uint8_t> encodeWelcome(const Welcome& w);
