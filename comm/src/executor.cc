@@ -155,9 +155,13 @@ class BatchRunner {
 
   // The first proof that a peer made a different call (Op::crossedCall), or empty.
   std::string crossedCall() const {
+    uint32_t oldest = 0;
+    forUnfinished([&](const Op& op) {
+      if (const uint32_t c = op.callSeq(); c != 0 && (oldest == 0 || c < oldest)) oldest = c;
+    });
     std::string why;
     forUnfinished([&](const Op& op) {
-      if (why.empty()) why = op.crossedCall();
+      if (why.empty()) why = op.crossedCall(oldest);
     });
     return why;
   }

@@ -152,7 +152,7 @@ class CheckOp : public Op {
   }
   void waitingOn(const Context& ctx, std::vector<int>& ranks) const override { gather_->waitingOn(ctx, ranks); }
   void waitingAcross(std::vector<int>& ranks) const override { gather_->waitingAcross(ranks); }
-  std::string crossedCall() const override { return gather_->crossedCall(); }
+  std::string crossedCall(uint32_t oldestOpen) const override { return gather_->crossedCall(oldestOpen); }
   uint32_t callSeq() const override { return gather_->callSeq(); }
 
  private:
@@ -260,7 +260,9 @@ class PaddedOp : public Op {
   }
   // Not before it starts: a message of the check that arrived before its receive would otherwise
   // read as one of a call this rank had finished.
-  std::string crossedCall() const override { return s_->agreed ? inner_->crossedCall() : std::string(); }
+  std::string crossedCall(uint32_t oldestOpen) const override {
+    return s_->agreed ? inner_->crossedCall(oldestOpen) : std::string();
+  }
   uint32_t callSeq() const override { return inner_->callSeq(); }
 
  private:

@@ -156,14 +156,17 @@ class TcpTransport final : public Transport {
     return post(false, peer, channel, static_cast<std::byte*>(buf), bytes, tag);
   }
 
-  std::string crossedCall(const CallTag& mine) const override {
+  std::string crossedCall(const CallTag& mine, uint32_t oldestOpen) const override {
+    // Calls from `open` on may still be running in this rank's group: a message of one of them
+    // that waits for its receive proves nothing.
+    const uint32_t open = oldestOpen != 0 ? std::min(oldestOpen, mine.seq) : mine.seq;
     std::lock_guard<std::mutex> lock(parkedMu_);
     for (const auto& [conn, arrival] : parked_) {
       if (arrival.tag.call == 0 || mine.call == 0) continue;
       if (arrival.tag.seq == mine.seq && arrival.tag.differsFrom(mine)) return callMismatch(arrival.peer, arrival.tag, mine);
       // A message of a call this rank already finished without receiving it: the sender's call of
       // that number was another one (a second Broadcast root, say), and it may wait on it forever.
-      if (arrival.tag.seq < mine.seq) {
+      if (arrival.tag.seq < open) {
         return "collective mismatch: " + setup_.describeRank(arrival.peer) + " sent a message of its " +
                setup_.describeCall(arrival.tag) + ", which " + setup_.describeRank(setup_.rank) + "'s call #" +
                std::to_string(arrival.tag.seq) + " did not expect (it finished that call and is in its " +

@@ -109,7 +109,8 @@ class Transport {
   // rank finished without expecting it (the sender's call of that number was another one): why, in
   // words; else empty.
   // Transports that cannot see arrivals before they are received return empty.
-  virtual std::string crossedCall(const CallTag& /*mine*/) const { return {}; }
+  // `oldestOpen`: the lowest call number the rank has not finished (0: unknown: `mine`'s).
+  virtual std::string crossedCall(const CallTag& /*mine*/, uint32_t /*oldestOpen*/) const { return {}; }
   // Fails every pending request with `why` and closes all connections, so the peers see the loss
   // at once instead of waiting for their timeout. Idempotent; called when the communicator fails.
   // `status` is the failure's (a mismatch is kInvalidUsage on every rank); `failedCall` the

@@ -113,7 +113,9 @@ class CallScope final : public Op {
   std::string describe(const Context& ctx) const override { return op_->describe(ctx); }
   void waitingOn(const Context& ctx, std::vector<int>& ranks) const override { op_->waitingOn(ctx, ranks); }
   void waitingAcross(std::vector<int>& ranks) const override { op_->waitingAcross(ranks); }
-  std::string crossedCall() const override { return env_.transport->crossedCall(env_.call); }
+  std::string crossedCall(uint32_t oldestOpen) const override {
+    return env_.transport->crossedCall(env_.call, oldestOpen);
+  }
   uint32_t callSeq() const override { return env_.call.seq; }
 
  private:

@@ -30,7 +30,9 @@ class Op {
   virtual void waitingAcross(std::vector<int>& /*ranks*/) const {}
   // Proof already in hand that a peer made a different collective call (a message of its call
   // with the same number arrived): why, in words; else empty. Checked while the wait sleeps.
-  virtual std::string crossedCall() const { return {}; }
+  // `oldestOpen`: the lowest call number among this rank's unfinished operations (0: none), so a
+  // message of an earlier call still open in the same group is not read as one of a finished call.
+  virtual std::string crossedCall(uint32_t /*oldestOpen*/) const { return {}; }
   // Point-to-point operations progress concurrently, one at a time per (peer, direction);
   // collectives run one after another in issue order.
   virtual bool isPointToPoint() const { return false; }
