@@ -523,8 +523,10 @@ class TcpTransport final : public Transport {
     if (!why.empty()) {
       m.req->fail(Status::kInvalidUsage, why);
       // The sender learns why, not just that the connection closed: a usage error of this call.
+      // This rank's other requests with that peer fail with the same usage error (as a remote
+      // error, whichever failed first decided the call's status: 2 runs in 100 of DifferentCollective).
       sendNotice(peer, why, Status::kInvalidUsage, m.tag.seq);
-      lose(c.peer, "mismatched calls");
+      loseWith(c.peer, why, Status::kInvalidUsage);
       return false;
     }
     c.target = &m;
