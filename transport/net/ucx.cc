@@ -516,7 +516,9 @@ class UcxTransport final : public Transport {
   int evfd_ = -1;
   int epfd_ = -1;
   // CFX_RUNTIME_CONNECT=1 (the default): endpoints are created on first use, not at init.
-  const bool runtimeConnect_ = env::getString("CFX_RUNTIME_CONNECT") != "0";
+  // UCX only when CFX_RUNTIME_CONNECT=1 is set explicitly: on demand, one MultiHost.ucx.2+2+2 run in
+  // about five failed with an endpoint timeout (2026-11-26), so endpoints stay at init by default.
+  const bool runtimeConnect_ = std::getenv("CFX_RUNTIME_CONNECT") != nullptr && env::getString("CFX_RUNTIME_CONNECT") == "1";
   std::vector<std::string> addresses_;  // every rank's worker address
   std::map<int, ucp_ep_h> eps_;        // progress thread only, after construction
   std::map<ucp_ep_h, int> epPeer_;
