@@ -40,7 +40,7 @@ const std::vector<Variable>& registry() {
       {"CFX_PORT_OFFSET", "1", "Added to MASTER_PORT for the bootstrap root (torchrun's store owns MASTER_PORT)."},
       {"CFX_NET", "auto", "Transport between hosts: auto (UCX where libibverbs finds an RDMA device, else TCP), tcp or ucx."},
       {"CFX_NSOCKS", "2", "TCP connections per pair of ranks on different hosts; messages are striped over them."},
-      {"CFX_RUNTIME_CONNECT", "1", "TCP and UCX between hosts: 1 opens a pair's connections (UCX: endpoints) when either rank first needs the other (NCCL_RUNTIME_CONNECT), 0 connects every pair at init."},
+      {"CFX_RUNTIME_CONNECT", "1", "Between hosts. TCP: 1 opens a pair's connections when either rank first needs the other (NCCL_RUNTIME_CONNECT), 0 connects every pair at init. UCX makes its endpoints at init unless this is set to 1 explicitly (UCX 1.13 can abort a rank whose endpoint is still wiring up when its peer dies)."},
       {"CFX_SOCKET_IFNAME", nullptr, "Interfaces for TCP, NCCL's syntax: prefixes (eth,ib), ^ to exclude, = for an exact name. Default: any but lo, docker*, veth*."},
       {"CFX_TOPO_FILE", nullptr, "An hwloc XML file to use as this host's topology instead of discovering it (NCCL_TOPO_FILE)."},
       {"CFX_TOPO_DUMP_FILE", nullptr, "Write the topology found (hwloc XML, with NIC kinds and speeds) to this file."},

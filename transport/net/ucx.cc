@@ -515,9 +515,11 @@ class UcxTransport final : public Transport {
   int workerFd_ = -1;
   int evfd_ = -1;
   int epfd_ = -1;
-  // CFX_RUNTIME_CONNECT=1 (the default): endpoints are created on first use, not at init.
-  // UCX only when CFX_RUNTIME_CONNECT=1 is set explicitly: on demand, one MultiHost.ucx.2+2+2 run in
-  // about five failed with an endpoint timeout (2026-11-26), so endpoints stay at init by default.
+  // Endpoints on first use only when CFX_RUNTIME_CONNECT=1 is set explicitly; by default they are
+  // made at init. On demand, an endpoint can still be wiring up when its peer dies, and UCX 1.13.1
+  // (Debian's) then aborts the surviving rank on an assertion in ucp_request_send_state_ff ("got REP
+  // message", removed upstream by openucx/ucx#8175): Each/MultiHostShrink.KilledRankShrunkAway/
+  // AlltoAllv on 2+2+2, 1 run in 13 (2026-11-26); never seen with endpoints made at init.
   const bool runtimeConnect_ = std::getenv("CFX_RUNTIME_CONNECT") != nullptr && env::getString("CFX_RUNTIME_CONNECT") == "1";
   std::vector<std::string> addresses_;  // every rank's worker address
   std::map<int, ucp_ep_h> eps_;        // progress thread only, after construction
