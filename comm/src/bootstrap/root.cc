@@ -70,7 +70,7 @@ class RootServer {
       for (int i = 0; i < rc; ++i) {
         auto* c = static_cast<Conn*>(events[i].data.ptr);
         if (c == nullptr) {
-          if (accepting) acceptAll();
+          if (accepting && listen_.valid()) acceptAll();
         } else if (!c->closed) {
           readFrom(*c);
         }
@@ -347,6 +347,13 @@ class RootServer {
   // (the rank table, barriers, all-gathers) runs over the tree.
   void place() {
     formed_ = true;
+    // A job's own root stops listening before any rank hears it formed: a rank that finishes
+    // initialisation may start the next job's root on the same address at once, and finds it free.
+    // (A shrink's root keeps its socket: later attempts on it take the listener over.)
+    if (!known_.earlier) {
+      epoll_ctl(epoll_.fd(), EPOLL_CTL_DEL, listen_.fd(), nullptr);
+      listen_.close();
+    }
     for (Conn* conn : ranksOwnLast()) {
       const int parent = patterns::karyParent(conn->rank, patterns::kBootstrapFanout);
       send(*conn, MsgType::kWelcome, encodeWelcome(Welcome{nranks_, parent < 0 ? "" : byRank_[parent]->tree.str()}));
