@@ -19,8 +19,12 @@ bool NetSchedule::progress(Context&) {
     bool all = true;
     uint64_t m = 0;
     for (auto& r : reqs_) {
-      if (r->state() == net::Request::State::kFailed) throw Error(r->errorStatus(), r->errorMessage() + " (in " + what_ + ")");
-      all &= r->finished();
+      // One read of the state: a request that fails between a check for failure and a check for
+      // completion would otherwise count as finished, and the call return success (4 runs in 341
+      // of DifferentCollective on 2+1 under ASan and two CPU hogs).
+      const auto state = r->state();
+      if (state == net::Request::State::kFailed) throw Error(r->errorStatus(), r->errorMessage() + " (in " + what_ + ")");
+      all &= state == net::Request::State::kDone;
       m += r->moved();
     }
     if (m != lastMoved_) {
