@@ -595,7 +595,11 @@ class TcpTransport final : public Transport {
       }
     }
     for (auto it = peer.recvs.begin(); it != peer.recvs.end();) {
-      if (stillComing(peer, false, it->second.tag) || it->second.received > 0) {
+      // A receive a connection is reading a frame into stays (freeing it would leave that
+      // connection writing through a dangling pointer); the connection's end fails it if need be.
+      const bool reading =
+          std::any_of(peer.conns.begin(), peer.conns.end(), [&](const Conn* c) { return c->target == &it->second; });
+      if (stillComing(peer, false, it->second.tag) || it->second.received > 0 || reading) {
         ++it;
         continue;
       }
