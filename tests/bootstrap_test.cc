@@ -120,6 +120,37 @@ TEST_F(BootstrapTest, GarbageAndWrongSecretAreDroppedAndTheJobStillForms) {
   destroyAll(ranks);
 }
 
+// The root stops listening before any rank hears that the job formed: a rank whose init returned
+// can start the next job's root at the same address at once, as a rank that initialises again at
+// the same CFX_ROOT_ADDR does (before, the bind failed while the old root waited for goodbyes).
+TEST_F(BootstrapTest, TheRootAddressIsFreeOnceInitReturns) {
+  for (int round = 0; round < 20; ++round) {
+    cfxUniqueId id;
+    ASSERT_EQ(cfxGetUniqueId(&id), cfxSuccess);
+    const UniqueIdData d = UniqueIdData::decode(id);
+    std::vector<RankResult> ranks(3);
+    std::vector<std::thread> others;
+    for (int r = 1; r < 3; ++r) {
+      others.emplace_back([&, r] {
+        ranks[r].result = cfxCommInitRank(&ranks[r].comm, 3, id, r);
+        ranks[r].error = cfxGetLastError(nullptr);
+      });
+    }
+    ranks[0].result = cfxCommInitRank(&ranks[0].comm, 3, id, 0);
+    ranks[0].error = cfxGetLastError(nullptr);
+    std::string bindError;
+    try {
+      net::Socket next = net::listenOn(d.root);
+    } catch (const Error& e) {
+      bindError = e.what();
+    }
+    for (auto& t : others) t.join();
+    for (auto& r : ranks) ASSERT_EQ(r.result, cfxSuccess) << r.error;
+    EXPECT_EQ(bindError, "") << "round " << round << ": " << d.root.str();
+    destroyAll(ranks);
+  }
+}
+
 // Twelve ranks: the tree (8-ary) has depth 2, so ranks 9-11 reach rank 0 through rank 1; the job
 // forms and an AllReduce is right on every rank.
 TEST_F(BootstrapTest, TwelveRanksFormOverATreeOfDepthTwo) {
