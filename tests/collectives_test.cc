@@ -85,6 +85,29 @@ INSTANTIATE_TEST_SUITE_P(ForcedCma, SingleCopyTest,
                                   std::to_string(std::get<1>(info.param)) + "ranks";
                          });
 
+// Large copies into user buffers with either kind of store forced (by default each rank times both
+// on its first large copies, which LargeCount above covers).
+class StoresTest : public ::testing::TestWithParam<std::tuple<C, int, const char*>> {};
+
+TEST_P(StoresTest, ExactResults) {
+  auto [c, n, streaming] = GetParam();
+  RunOptions o;
+  o.env = {std::string("CFX_STREAMING_STORES=") + streaming};
+  runRanks(n, [c = c](Rank& rk) {
+    for (bool inPlace : {false, true}) ASSERT_EQ(runCase(rk, c, cfxFloat32, cfxSum, kLargeCount, inPlace), "");
+    if (reduces(c)) ASSERT_EQ(runCase(rk, c, cfxBfloat16, cfxAvg, kLargeCount, false), "");
+  }, o);
+}
+
+INSTANTIATE_TEST_SUITE_P(ForcedStores, StoresTest,
+                         ::testing::Combine(::testing::Values(C::kAllReduce, C::kBroadcast, C::kAllGather),
+                                            ::testing::Values(2, 3), ::testing::Values("0", "1")),
+                         [](const auto& info) {
+                           return std::string(collName(std::get<0>(info.param))) + "_" +
+                                  std::to_string(std::get<1>(info.param)) + "ranks_streaming" +
+                                  std::get<2>(info.param);
+                         });
+
 std::string caseName(const ::testing::TestParamInfo<std::tuple<C, int>>& info) {
   return std::string(collName(std::get<0>(info.param))) + "_" + std::to_string(std::get<1>(info.param)) + "ranks";
 }

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "common/error.h"
+#include "ops/copy.h"
 #include "registry.h"
 #include "shm_layout.h"
 #include "transport/shm/channel.h"
@@ -56,6 +57,9 @@ class Context {
   size_t halfBytes() const { return layout_.slotBytes / 2; }
   std::byte* slotHalf(int r, uint64_t chunk) const;
   std::byte* scratchHalf(uint64_t chunk) const;
+  // Which stores this rank's large copies into user buffers use (ops/copy.h): only the thread
+  // running this communicator's work touches it.
+  StoreChooser& stores() { return stores_; }
   // Two-level reduction (see shm_layout.h): the NUMA domains of the local ranks (0: flat), the
   // ranks of domain d (ascending), and domain d's partial-sum half for chunk `chunk`.
   int domains() const { return static_cast<int>(layout_.domains); }
@@ -175,6 +179,7 @@ class Context {
   std::vector<int> commRanks_;
   WaitSettings wait_;
   std::vector<shm::Channel> channels_;
+  StoreChooser stores_{StoreChooser::modeFromEnv()};
   BufferRegistry registry_;
   // The lowest operation every rank had finished when last read: allFinished answers from it
   // without touching the peers' cache lines (their counters only grow).

@@ -2,8 +2,17 @@
 
 #include <emmintrin.h>
 
+#include <algorithm>
+#include <cstdio>
+#include <ctime>
 #include <cstdint>
 #include <cstring>
+#include <string>
+#include <vector>
+
+#include "common/env.h"
+#include "common/error.h"
+#include "common/log.h"
 
 namespace conflux {
 
@@ -34,5 +43,76 @@ void copyOut(void* dst, const void* src, size_t bytes, bool streaming) {
   std::memcpy(d + body, s + body, bytes - body);
   _mm_sfence();  // streaming stores are weakly ordered: publish them before any flag that follows
 }
+
+StoreChooser::Mode StoreChooser::modeFromEnv() {
+  const std::string v = env::getString("CFX_STREAMING_STORES");
+  if (v == "auto") return Mode::kAuto;
+  if (v == "1") return Mode::kStreaming;
+  if (v == "0") return Mode::kOrdinary;
+  throw Error(Status::kInvalidArgument, "CFX_STREAMING_STORES must be auto, 1 or 0 (got '" + v + "')");
+}
+
+void StoreChooser::copy(void* dst, const void* src, size_t bytes, size_t messageBytes) {
+  if (messageBytes < kStreamingMinBytes || mode_ == Mode::kOrdinary) {
+    copyOut(dst, src, bytes, false);
+    return;
+  }
+  if (mode_ == Mode::kStreaming) {
+    copyOut(dst, src, bytes, true);
+    return;
+  }
+  if (bytes < kTimedMinBytes) {
+    copyOut(dst, src, bytes, false);
+    return;
+  }
+  // Long copies are timed in pieces, alternating, so both kinds meet the same conditions.
+  auto* d = static_cast<std::byte*>(dst);
+  const auto* s = static_cast<const std::byte*>(src);
+  for (size_t done = 0; done < bytes;) {
+    const size_t n = std::min(kTrialPieceBytes, bytes - done);
+    if (mode_ == Mode::kAuto) {
+      copyTimed(d + done, s + done, n);
+    } else {
+      copyOut(d + done, s + done, n, mode_ == Mode::kStreaming);
+    }
+    done += n;
+  }
+}
+
+namespace {
+// This thread's CPU time: a copy preempted halfway (ranks outnumbering the cores) is not charged
+// for the time another process ran.
+int64_t threadNs() {
+  timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+}
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0.0;
+  const size_t mid = v.size() / 2;
+  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(mid), v.end());
+  return v[mid];
+}
+}  // namespace
+
+void StoreChooser::copyTimed(void* dst, const void* src, size_t bytes) {
+  const bool streaming = nextStreaming_;
+  nextStreaming_ = !nextStreaming_;
+  const int64_t start = threadNs();
+  copyOut(dst, src, bytes, streaming);
+  const int64_t ns = std::max<int64_t>(threadNs() - start, 1);
+  bytes_[streaming] += bytes;
+  rates_[streaming].push_back(static_cast<double>(bytes) / static_cast<double>(ns));
+  if (bytes_[0] >= kTrialBytes && bytes_[1] >= kTrialBytes) {
+    mode_ = rate(true) >= kStreamingMargin * rate(false) ? Mode::kStreaming : Mode::kOrdinary;
+    char line[160];
+    std::snprintf(line, sizeof line, "large copies into user buffers: streaming stores %.2f GB/s, ordinary %.2f: %s",
+                  rate(true), rate(false), mode_ == Mode::kStreaming ? "streaming" : "ordinary");
+    logInfo(line);
+  }
+}
+
+double StoreChooser::rate(bool streaming) const { return median(rates_[streaming]); }
 
 }  // namespace conflux

@@ -1,14 +1,62 @@
-// Copies into user buffers. Messages much larger than the caches are written with non-temporal
+// Copies into user buffers. Messages much larger than the caches may be written with non-temporal
 // (streaming) stores: the destination is not read for ownership first and does not evict the
-// staging buffers, which saves a third of the memory traffic of the final copy.
+// staging buffers, which saves a third of the memory traffic of the final copy, on machines whose
+// streaming stores are fast. On others they are slower than ordinary stores, so each rank chooses
+// (StoreChooser).
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
+#include <vector>
 
 namespace conflux {
 
 inline constexpr size_t kStreamingMinBytes = 8 << 20;
 
 void copyOut(void* dst, const void* src, size_t bytes, bool streaming);
+
+// Which stores one rank's large copies into user buffers use (messages of kStreamingMinBytes or
+// more; smaller ones always use ordinary stores). Measured on two machines of this project's kind:
+// on one, `a = b + c` with streaming stores moved 44.5 GB/s of DRAM traffic against 35 without; on
+// another (an Intel Xeon VM), 20.4 against 22.8, and 2-rank AllGather and registered AllReduce of
+// 64-128 MiB ran 11% faster with ordinary stores (perf/RESULTS.md, 2026-11-26). Which is faster
+// also depends on what the other ranks do meanwhile, so with CFX_STREAMING_STORES=auto (the
+// default) a rank's first large copies alternate between the two in pieces, each timed in the
+// thread's CPU time (a piece preempted halfway is not charged for the other process), until each
+// kind has written kTrialBytes; the kind with the higher median rate then stays for the
+// communicator's life. The choice changes only the speed, never the bytes written, so ranks may
+// choose differently.
+class StoreChooser {
+ public:
+  enum class Mode { kAuto, kStreaming, kOrdinary };
+  static constexpr uint64_t kTrialBytes = 32 << 20;
+  // Copies this short are too quick to time well; they use ordinary stores and are not counted.
+  static constexpr size_t kTimedMinBytes = 16 << 10;
+  // Streaming stores must be this much faster to be kept: ordinary stores leave the output in
+  // the caches, where the caller reads it next, and a near tie is within the trial's noise.
+  static constexpr double kStreamingMargin = 1.03;
+  // Longer copies are timed in pieces of this size, alternating between the kinds.
+  static constexpr size_t kTrialPieceBytes = 1 << 20;
+
+  explicit StoreChooser(Mode mode = Mode::kAuto) : mode_(mode) {}
+  // CFX_STREAMING_STORES: auto, 1 (always streaming) or 0 (never); throws kInvalidArgument otherwise.
+  static Mode modeFromEnv();
+
+  // Copies `bytes` (part of a message of `messageBytes`) with the stores chosen so far.
+  void copy(void* dst, const void* src, size_t bytes, size_t messageBytes);
+  // kAuto while the trial is still running.
+  Mode mode() const { return mode_; }
+  // The median GB/s of each kind's timed copies so far (0: none yet), in this thread's CPU time.
+  double rate(bool streaming) const;
+
+ private:
+  // One timed copy with the kind whose turn it is; decides once both have written kTrialBytes.
+  void copyTimed(void* dst, const void* src, size_t bytes);
+
+  Mode mode_;
+  uint64_t bytes_[2] = {0, 0};     // [0]: ordinary, [1]: streaming
+  std::vector<double> rates_[2];  // bytes per ns of each timed copy
+  bool nextStreaming_ = true;
+};
 
 }  // namespace conflux

@@ -33,8 +33,7 @@ class BroadcastOp : public PhasedCollective {
       std::memcpy(recv + chunkOffset(k), send + chunkOffset(k), bytes(chunkLen(k)));
     }
     if (!root && stage(phase, 1, k)) {
-      copyOut(recv + chunkOffset(k), ctx.slotHalf(a_.root, chunkId(k)), bytes(chunkLen(k)),
-              bytes(a_.count) >= kStreamingMinBytes);
+      ctx.stores().copy(recv + chunkOffset(k), ctx.slotHalf(a_.root, chunkId(k)), bytes(chunkLen(k)), bytes(a_.count));
     }
   }
 };
@@ -54,9 +53,9 @@ class AllGatherOp : public PhasedCollective {
     size_t k;
     if (stage(phase, 0, k)) std::memcpy(ctx.slotHalf(ctx.rank(), chunkId(k)), send + chunkOffset(k), bytes(chunkLen(k)));
     if (stage(phase, 1, k)) {
-      const bool streaming = bytes(a_.count) * ctx.size() >= kStreamingMinBytes;
+      const size_t message = bytes(a_.count) * ctx.size();
       for (int r = 0; r < ctx.size(); ++r) {
-        copyOut(recv + bytes(r * a_.count) + chunkOffset(k), ctx.slotHalf(r, chunkId(k)), bytes(chunkLen(k)), streaming);
+        ctx.stores().copy(recv + bytes(r * a_.count) + chunkOffset(k), ctx.slotHalf(r, chunkId(k)), bytes(chunkLen(k)), message);
       }
     }
   }

@@ -18,14 +18,13 @@ namespace {
 //                      order (the peers' from their slots, its own in place), into the scratch
 //                      half (so every rank's result is bitwise equal);
 //   finish chunk p-2:  copy the whole reduced chunk from scratch to the output (root only for
-//                      Reduce), with streaming stores for large messages.
+//                      Reduce), with the stores this rank chose for large messages (ops/copy.h).
 class AllReduceOp : public PhasedCollective {
  public:
   using PhasedCollective::PhasedCollective;
 
  protected:
   int plan(Context& ctx) override {
-    streaming_ = bytes(a_.count) >= kStreamingMinBytes;
     srcs_.resize(ctx.size());
     return planChunks(ctx, ctx.halfBytes() / esize_, 3);
   }
@@ -54,12 +53,11 @@ class AllReduceOp : public PhasedCollective {
     }
     bool receives = a_.coll == Coll::kAllReduce || ctx.rank() == a_.root;
     if (receives && stage(phase, 2, k)) {
-      copyOut(recv + chunkOffset(k), ctx.scratchHalf(chunkId(k)), bytes(chunkLen(k)), streaming_);
+      ctx.stores().copy(recv + chunkOffset(k), ctx.scratchHalf(chunkId(k)), bytes(chunkLen(k)), bytes(a_.count));
     }
   }
 
  private:
-  bool streaming_ = false;
   std::vector<const void*> srcs_;
 };
 

@@ -31,7 +31,6 @@ class TwoLevelAllReduceOp : public PhasedCollective {
 
  protected:
   int plan(Context& ctx) override {
-    streaming_ = bytes(a_.count) >= kStreamingMinBytes;
     domain_ = ctx.domainOf(ctx.rank());
     const auto& mates = ctx.domainRanks(domain_);
     for (size_t i = 0; i < mates.size(); ++i) {
@@ -66,12 +65,11 @@ class TwoLevelAllReduceOp : public PhasedCollective {
     }
     bool receives = a_.coll == Coll::kAllReduce || ctx.rank() == a_.root;
     if (receives && stage(phase, 3, k)) {
-      copyOut(recv + chunkOffset(k), ctx.scratchHalf(chunkId(k)), bytes(chunkLen(k)), streaming_);
+      ctx.stores().copy(recv + chunkOffset(k), ctx.scratchHalf(chunkId(k)), bytes(chunkLen(k)), bytes(a_.count));
     }
   }
 
  private:
-  bool streaming_ = false;
   int domain_ = 0;
   int position_ = 0;
   std::vector<const void*> srcs_;

@@ -37,13 +37,13 @@ void reduceSlice(Context& ctx, const CollArgs& a, uint64_t seq, std::byte* block
   size_t lo, hi;
   sliceOf(a.count, es, me, n, lo, hi);
   const size_t per = kZeroCopyBlockBytes / es;
-  const bool streaming = a.count * es >= kStreamingMinBytes;
+  const size_t message = a.count * es;
   std::vector<const void*> srcs(n);
   for (size_t b = lo; b < hi; b += per) {
     const size_t len = std::min(per, hi - b);
     for (int r = 0; r < n; ++r) srcs[r] = in[r] + b * es;
     reduce::reduce(block, srcs.data(), n, len, a.datatype, a.op, n);
-    for (std::byte* o : out) copyOut(o + b * es, block, len * es, streaming);
+    for (std::byte* o : out) ctx.stores().copy(o + b * es, block, len * es, message);
   }
 }
 
@@ -77,18 +77,18 @@ void gather(Context& ctx, const CollArgs& a, uint64_t seq) {
   const int n = ctx.size(), me = ctx.rank();
   const size_t bytes = a.count * reduce::dataTypeSize(a.datatype);
   auto* recv = static_cast<std::byte*>(a.recv);
-  const bool streaming = bytes * n >= kStreamingMinBytes;
+  const size_t message = bytes * n;
   for (int k = 0; k < n; ++k) {
     const int r = (me + k) % n;
     const void* src = r == me ? a.send : ctx.registeredBuffer(r, seq, false);
-    if (src != recv + r * bytes) copyOut(recv + r * bytes, src, bytes, streaming);
+    if (src != recv + r * bytes) ctx.stores().copy(recv + r * bytes, src, bytes, message);
   }
 }
 
 void broadcast(Context& ctx, const CollArgs& a, uint64_t seq) {
   const size_t bytes = a.count * reduce::dataTypeSize(a.datatype);
   const void* src = ctx.rank() == a.root ? a.send : ctx.registeredBuffer(a.root, seq, false);
-  if (src != a.recv) copyOut(a.recv, src, bytes, bytes >= kStreamingMinBytes);
+  if (src != a.recv) ctx.stores().copy(a.recv, src, bytes, bytes);
 }
 
 }  // namespace
