@@ -17,6 +17,7 @@
 namespace conflux {
 
 void copyOut(void* dst, const void* src, size_t bytes, bool streaming) {
+  if (bytes == 0) return;  // an empty buffer's pointer may be null, which memcpy may not be given
   if (!streaming || bytes < 256) {
     std::memcpy(dst, src, bytes);
     return;
