@@ -3,10 +3,10 @@
 #include <emmintrin.h>
 
 #include <algorithm>
-#include <cstdio>
-#include <ctime>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
+#include <ctime>
 #include <string>
 #include <vector>
 
