@@ -14,7 +14,9 @@ cost of every byte a rank sends or receives (kernel TCP copies it once each way,
 core) and of reducing what it receives (R bytes/s). The link and the kernel's copies overlap, so
 the slower of the two counts; the ring's and halving-doubling's reductions do not (each step's
 block is reduced before the next step sends it), so they add. When all ranks of all hosts share a
-few cores (network namespaces on one machine) their CPU work adds up on those cores.
+few cores (network namespaces on one machine) their CPU work adds up on those cores. A link shaped
+by a token bucket (tbf, the namespaces' --rate) hides up to burst / rate of each step's gap.
+CFX_ALGO=auto keeps the ring unless another algorithm is predicted to take at most 0.9 of its time.
 """
 import argparse
 import math
@@ -36,6 +38,7 @@ class Machine:
     reduce: float = 10e9       # reduction rate between hosts, bytes/s per core
     shared_cores: int = 0      # >0: every rank of every host shares this many cores (emulation)
     link_efficiency: float = 1.0  # payload / line rate (TCP/IP framing, shaping)
+    burst: float = 0.0         # bytes a shaped link passes at once after idling (tbf's bucket); 0: none
 
     @property
     def B(self):
@@ -81,7 +84,30 @@ def allreduce_time(algo, S, H, L, m):
     if m.shared_cores:
         t_cpu *= H * L / m.shared_cores
         serial *= H * L / m.shared_cores
-    return T + steps * m.alpha + max(t_link, t_cpu) + serial
+    # The gaps in a link's traffic: each step's latency, and on the steps that reduce (the
+    # reduce-scatter's), their share of the store-and-forward reduction.
+    gaps = steps * m.alpha + serial
+    if m.burst and t_link >= t_cpu:
+        # A token-bucket shaper refills while its link idles and then passes what it saved at once:
+        # where the link is the bottleneck, up to burst / rate of each step's gap costs nothing.
+        hide = m.burst / (m.gbps * 1e9 / 8)
+        rs = reducing_steps(algo, H)
+        gaps -= rs * min(m.alpha + serial / rs, hide) + (steps - rs) * min(m.alpha, hide)
+    return T + max(t_link, t_cpu) + gaps
+
+
+def reducing_steps(algo, H):
+    """Steps whose received block is reduced before the next step (the reduce-scatter's)."""
+    p = 1 << int(math.floor(math.log2(H)))
+    if algo == "ring":
+        return H - 1
+    if algo == "rhd":
+        return int(math.log2(p)) + (1 if p != H else 0)
+    return inter_terms(algo, 1, H)[0]  # the trees reduce in T_cpu: no serial share
+
+
+# auto keeps the ring unless another algorithm is predicted to take at most this share of its time.
+RING_PREFERENCE = 0.9
 
 
 def auto_choice(S, H, L):
@@ -96,9 +122,9 @@ def auto_choice(S, H, L):
     rhd = 2 * math.log2(p) * a + 2 * (p - 1) / p * s / B + 4 * math.log2(p) * g
     if p != H:
         rhd += 2 * a + 2 * s / B + 4 * g
-    if tree < ring and tree < rhd:
-        return "tree"
-    return "rhd" if rhd < ring else "ring"
+    if min(tree, rhd) > RING_PREFERENCE * ring:
+        return "ring"
+    return "tree" if tree < rhd else "rhd"
 
 
 def busbw(S, T, n):
@@ -167,67 +193,73 @@ def predictions(m, L, hosts, sizes):
             print("| " + " | ".join(row) + " |")
 
 
-# tests/netns measurements (perf/RESULTS-scale.md, 2026-11-26, 13:00-13:40 UTC): 1 rank per host,
-# links shaped to 500 Mbit/s with a 256 KiB tbf burst (tests/netns/hosts.sh --rate 500mbit --burst
-# 256kb), medians of 3: AllReduce ms by size, CFX_ALGO=rhd and ring (2 hosts: auto, the ring). The
-# namespaces' TCP takes the VM's default congestion control: cubic (set with sysctl
-# net.ipv4.tcp_congestion_control for the run), and bbr, this VM's default.
+# tests/netns measurements (perf/RESULTS-scale.md, 2026-11-26, 23:31-23:50 UTC,
+# perf/probes/model_check_runs.sh): 1 rank per host, links shaped to 500 Mbit/s with a 256 KiB tbf
+# burst (tests/netns/hosts.sh --rate 500mbit --burst 256kb), medians of 3: AllReduce ms by size, with
+# CFX_ALGO=auto (whatever it picks) and ring and rhd forced. The namespaces' TCP takes the machine's
+# congestion control: cubic (Linux's usual default, set with sysctl net.ipv4.tcp_congestion_control
+# for the run) and bbr, this VM's default.
 MiB = 1 << 20
+SIZES = (MiB, 4 * MiB, 16 * MiB, 64 * MiB)
 MEASURED = {
     "cubic": {
-        (2, "ring"): {MiB: 17.52, 4 * MiB: 70.83, 16 * MiB: 301.36, 64 * MiB: 1201.71},
-        (4, "rhd"): {MiB: 26.35, 4 * MiB: 110.32, 16 * MiB: 455.66, 64 * MiB: 1804.86},
-        (4, "ring"): {MiB: 26.31, 4 * MiB: 106.68, 16 * MiB: 435.94, 64 * MiB: 1755.11},
-        (8, "rhd"): {MiB: 31.36, 4 * MiB: 166.89, 16 * MiB: 573.89, 64 * MiB: 2170.89},
-        (8, "ring"): {MiB: 30.29, 4 * MiB: 125.62, 16 * MiB: 514.29, 64 * MiB: 2097.82},
+        (2, "auto"): (17.50, 70.16, 285.12, 1173.05),
+        (4, "auto"): (26.22, 106.01, 431.14, 1750.10),
+        (4, "ring"): (26.26, 105.43, 431.29, 1750.48),
+        (4, "rhd"): (26.06, 107.77, 446.45, 1808.36),
+        (8, "auto"): (34.10, 125.04, 518.00, 2101.31),
+        (8, "ring"): (30.32, 124.63, 514.23, 2099.34),
+        (8, "rhd"): (31.31, 156.94, 552.85, 2197.28),
     },
     "bbr": {
-        (2, "ring"): {MiB: 17.42, 4 * MiB: 73.73, 16 * MiB: 306.73, 64 * MiB: 1218.59},
-        (4, "rhd"): {MiB: 26.24, 4 * MiB: 125.62, 16 * MiB: 473.54, 64 * MiB: 1978.79},
-        (4, "ring"): {MiB: 26.08, 4 * MiB: 106.25, 16 * MiB: 441.73, 64 * MiB: 1817.94},
-        (8, "rhd"): {MiB: 30.94, 4 * MiB: 197.06, 16 * MiB: 817.14, 64 * MiB: 3291.61},
-        (8, "ring"): {MiB: 30.71, 4 * MiB: 129.13, 16 * MiB: 526.88, 64 * MiB: 2260.40},
+        (2, "auto"): (17.47, 70.27, 301.34, 1208.30),
+        (4, "auto"): (26.28, 105.66, 442.09, 1818.26),
+        (4, "ring"): (26.27, 106.24, 433.73, 1832.31),
+        (4, "rhd"): (26.24, 135.74, 499.73, 2243.54),
+        (8, "auto"): (31.88, 128.09, 512.31, 2212.69),
+        (8, "ring"): (31.10, 128.62, 522.65, 2239.38),
+        (8, "rhd"): (31.27, 183.23, 907.90, 3406.89),
     },
 }
 
-# perf/probes/link_probe.py under the same shaping, the same afternoon: the slowest host's time for
-# rhd's traffic, medians of 3.
+# The network alone, no Conflux: perf/probes/link_probe.py replaying an algorithm's traffic over
+# plain blocking TCP sockets (one per pair, no copies, no reduction) under the same shaping, every
+# host at once; the slowest host's ms, medians of 3. The ring's at 64 MiB, same night, each
+# congestion control (its smaller sizes pay Python's thread start per step: 50 ms at 8 hosts and 1
+# MiB); rhd's, 2026-11-26 afternoon, bbr.
 REPLAY = {
-    2: {4 << 20: 81.8, 64 << 20: 1135.3},
-    4: {4 << 20: 148.6, 16 << 20: 492.3, 64 << 20: 1738.3},
-    8: {4 << 20: 189.7, 16 << 20: 617.8, 64 << 20: 2069.8},
+    ("ring", "cubic"): {2: 1131.6, 4: 1688.6, 8: 1984.7},
+    ("ring", "bbr"): {2: 1130.5, 4: 1693.3, 8: 2006.4},
+    ("rhd", "bbr"): {2: 1135.3, 4: 1738.3, 8: 2069.8},
 }
 
 
 def check(m):
-    """The model against the algorithm CFX_ALGO=auto picks, then against the other one, forced."""
+    """The model against CFX_ALGO=auto (what it picks), then against ring and rhd forced."""
     for cc, measured in MEASURED.items():
-        worst, worst_other = 0.0, 0.0
-        for title, picked in (("what CFX_ALGO=auto picks", True), ("the other algorithm, forced", False)):
+        worst = {}
+        for title, which in (("CFX_ALGO=auto", ("auto",)), ("ring and rhd forced", ("ring", "rhd"))):
             print(f"\nTCP congestion control {cc}, {title}:\n")
             print("| hosts | algorithm | size | model (ms) | measured (ms) | measured / model |")
             print("|---|---|---|---|---|---|")
-            for (H, algo), rows in sorted(measured.items()):
-                for S, t in sorted(rows.items()):
-                    if (auto_choice(S, H, 1) == algo) != picked:
-                        continue
+            for (H, run), times in sorted(measured.items()):
+                if run not in which:
+                    continue
+                for S, t in zip(SIZES, times):
+                    algo = auto_choice(S, H, 1) if run == "auto" else run
                     T = allreduce_time(algo, S, H, 1, m) * 1e3
-                    err = abs(t / T - 1)
-                    if picked:
-                        worst = max(worst, err)
-                    else:
-                        worst_other = max(worst_other, err)
-                    print(f"| {H} | {algo} | {S >> 20} MiB | {T:.1f} | {t:.1f} | {t / T:.3f} |")
-        print(f"\n{cc}: largest error, what auto picks: {worst * 100:.1f}%; the other: {worst_other * 100:.1f}%")
-    print("\nthe network alone: rhd's traffic replayed over plain TCP by perf/probes/link_probe.py (no "
-          "reduction, no Conflux) against the model's latency and link terms:\n")
-    print("| hosts | size | model, network only (ms) | replay (ms) | replay / model |")
-    print("|---|---|---|---|---|")
-    for H, rows in sorted(REPLAY.items()):
-        steps, link, _, _ = inter_terms("rhd", 1, H)
-        for S, t in sorted(rows.items()):
-            T = (steps * m.alpha + link * S / m.B) * 1e3
-            print(f"| {H} | {S >> 20} MiB | {T:.1f} | {t:.1f} | {t / T:.3f} |")
+                    worst[run] = max(worst.get(run, 0.0), abs(t / T - 1))
+                    label = f"{algo} (auto)" if run == "auto" else algo
+                    print(f"| {H} | {label} | {S >> 20} MiB | {T:.1f} | {t:.1f} | {t / T:.3f} |")
+        print(f"\n{cc}: largest error, " + ", ".join(f"{k} {v * 100:.1f}%" for k, v in worst.items()))
+    print("\nthe network alone at 64 MiB: an algorithm's traffic replayed over plain TCP by "
+          "perf/probes/link_probe.py (no Conflux) against the model's link term:\n")
+    print("| traffic | TCP | hosts | model, link only (ms) | replay (ms) | replay / model |")
+    print("|---|---|---|---|---|---|")
+    for (algo, cc), rows in REPLAY.items():
+        for H, t in sorted(rows.items()):
+            T = inter_terms(algo, 64 * MiB, H)[1] / m.B * 1e3
+            print(f"| {algo} | {cc} | {H} | {T:.1f} | {t:.1f} | {t / T:.3f} |")
 
 
 def main():
@@ -253,12 +285,14 @@ def main():
 
 
 # The namespace machine, from probes on the 2-core VM (perf/RESULTS-scale.md), not fitted to MEASURED:
-# B from the 2-host 64 MiB AllReduce (link-bound: 56.6 MB/s, 0.905 of 500 Mbit/s); alpha from the
-# 2-host 8 B AllReduce (260.6 us for its 2 steps); the copy rate from 8 unshaped hosts (16 and 64 MiB:
-# 1.8-2.1 GB/s of TCP traffic through the 2 cores); the reduction rate from `reduce_kernel_bench
-# 33554432 2` (float sum of DRAM-resident buffers: 4.1 GB/s of output on one core); every rank on
-# the same 2 cores.
-CHECK_MACHINE = replace(Machine(), gbps=0.5, link_efficiency=0.905, alpha=130e-6, gamma=0.0, shared_cores=2,
+# B from plain TCP replaying the ring's and rhd's traffic at 2 hosts and 64 MiB (REPLAY: 59.1 MB/s,
+# 0.946 of 500 Mbit/s; the rest is TCP/IP headers and ACKs); the bucket hosts.sh gives tbf; alpha
+# from the 2-host 8 B AllReduce (260.6 us for its 2 steps); the copy rate from 8 unshaped hosts (16
+# and 64 MiB: 1.8-2.1 GB/s of TCP traffic through the 2 cores); the reduction rate from
+# `reduce_kernel_bench 33554432 2` (float sum of DRAM-resident buffers: 4.1 GB/s of output on one
+# core); every rank on the same 2 cores.
+CHECK_MACHINE = replace(Machine(), gbps=0.5, link_efficiency=59.1e6 / 62.5e6, burst=256 << 10, alpha=130e-6,
+                        gamma=0.0, shared_cores=2,
                         copy=1.9e9, reduce=4.1e9, local=10e9)
 
 if __name__ == "__main__":

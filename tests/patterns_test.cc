@@ -203,6 +203,11 @@ TEST(NetCostModel, ChoosesByScale) {
   EXPECT_EQ(hier::chooseNetAlgo(256 << 20, 2, t), NetAlgo::kRing);
   EXPECT_EQ(hier::chooseNetAlgo(8, 500, t), NetAlgo::kTree);  // latency: log2 steps, few messages
   EXPECT_EQ(hier::chooseNetAlgo(64 << 20, 512, t), NetAlgo::kHalvingDoubling);
+  // Where halving-doubling's latency gain is under 10% of the ring's time, the ring runs.
+  EXPECT_EQ(hier::chooseNetAlgo(64 << 10, 8, t), NetAlgo::kHalvingDoubling);  // ring 0.71 ms, rhd 0.36
+  EXPECT_EQ(hier::chooseNetAlgo(1 << 20, 8, t), NetAlgo::kHalvingDoubling);   // ring 2.08 ms, rhd 1.73
+  EXPECT_EQ(hier::chooseNetAlgo(4 << 20, 8, t), NetAlgo::kRing);              // ring 6.49 ms, rhd 6.13
+  EXPECT_EQ(hier::chooseNetAlgo(1 << 20, 4, t), NetAlgo::kRing);              // ring 1.52 ms, rhd 1.43
   t.net = NetAlgo::kTree;
   EXPECT_EQ(hier::chooseNetAlgo(256 << 20, 2, t), NetAlgo::kTree);  // CFX_ALGO forces
 }

@@ -7,13 +7,14 @@ hosts: for an AllReduce of S bytes, reduce-scatter steps with partner i ^ 2^k mo
 bytes each way, then the all-gather's steps in reverse, every host at once, no copies, and no
 reduction unless --reduce (numpy adds each reduce-scatter step's received half into a float32
 buffer before the next step, as a store-and-forward AllReduce must). With --pattern pair, each host streams S bytes each way with host i ^ 1 (the ring of 2
-hosts is the same traffic). It prints, per size, the median time of the slowest host and the
+hosts is the same traffic). With --pattern ring, the ring's traffic: 2 (H - 1) steps, each sending
+S / H bytes to host i + 1 while receiving as many from host i - 1. It prints, per size, the median time of the slowest host and the
 payload rate per host link (bytes each host sent / time).
 
     tests/netns/hosts.sh --layout 1,1,1,1,1,1,1,1 --rate 500mbit --burst 256kb -- \\
         perf/probes/link_probe.py --sizes 4M,16M,64M --repeat 3
 
-A host count that is not a power of two is refused (the probe has no fold-in steps).
+For rhd, a host count that is not a power of two is refused (the probe has no fold-in steps).
 """
 import argparse
 import json
@@ -35,24 +36,26 @@ def parse_size(s):
 
 
 def steps(pattern, index, hosts, size):
-    """[(partner, bytes each way)] in order, for host `index` of `hosts`."""
+    """[(send to, receive from, bytes each way)] in order, for host `index` of `hosts`."""
     if pattern == "pair":
-        return [(index ^ 1, size)]
+        return [(index ^ 1, index ^ 1, size)]
+    if pattern == "ring":
+        return [((index + 1) % hosts, (index - 1) % hosts, size // hosts)] * (2 * (hosts - 1))
     k, out = 1, []
     while k < hosts:
         size //= 2
-        out.append((index ^ k, size))
+        out.append((index ^ k, index ^ k, size))
         k <<= 1
     return out + out[::-1]
 
 
-def exchange(sock, nbytes, payload, into=None):
-    """Send and receive nbytes on sock at once (the received bytes land in `into` if given)."""
+def exchange(to, sock, nbytes, payload, into=None):
+    """Send nbytes on `to` while receiving as many from sock (into `into` if given)."""
     def send():
         left = nbytes
         while left > 0:
             n = min(left, len(payload))
-            sock.sendall(payload[:n])
+            to.sendall(payload[:n])
             left -= n
 
     t = threading.Thread(target=send)
@@ -71,7 +74,7 @@ def worker(a):
     ips = a.ips.split(",")
     hosts, me = len(ips), a.index
     plan = steps(a.pattern, me, hosts, a.size)
-    partners = sorted({p for p, _ in plan})
+    partners = sorted({p for step in plan for p in step[:2]})
     listener = socket.socket()
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     listener.bind((ips[me], PORT))
@@ -100,18 +103,18 @@ def worker(a):
     reduce_steps = len(plan) // 2 if a.reduce and a.pattern == "rhd" else 0
     if reduce_steps:
         import numpy as np  # only for --reduce
-        keep = np.ones(plan[0][1] // 4, dtype=np.float32)
-        tmp = np.zeros(plan[0][1] // 4, dtype=np.float32)
+        keep = np.ones(plan[0][2] // 4, dtype=np.float32)
+        tmp = np.zeros(plan[0][2] // 4, dtype=np.float32)
     time.sleep(max(0.0, a.start - time.time()))
     t0 = time.perf_counter()
-    for k, (p, nbytes) in enumerate(plan):
+    for k, (to, frm, nbytes) in enumerate(plan):
         if k < reduce_steps:  # the reduce-scatter's steps: receive into tmp, then add it in
-            exchange(conns[p], nbytes, payload, memoryview(tmp).cast("B"))
+            exchange(conns[to], conns[frm], nbytes, payload, memoryview(tmp).cast("B"))
             np.add(keep[: nbytes // 4], tmp[: nbytes // 4], out=keep[: nbytes // 4])
         else:
-            exchange(conns[p], nbytes, payload)
+            exchange(conns[to], conns[frm], nbytes, payload)
     elapsed = time.perf_counter() - t0
-    sent = sum(n for _, n in plan)
+    sent = sum(step[2] for step in plan)
     print(json.dumps({"index": me, "seconds": elapsed, "sent": sent}))
 
 
@@ -135,7 +138,7 @@ def run_once(hosts, pattern, size, reduce):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--pattern", choices=["rhd", "pair"], default="rhd")
+    ap.add_argument("--pattern", choices=["rhd", "pair", "ring"], default="rhd")
     ap.add_argument("--sizes", default="1M,4M,16M,64M")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--reduce", action="store_true",
@@ -151,8 +154,8 @@ def main():
         worker(a)
         return
     hosts = os.environ.get("CFX_TEST_HOSTS", "").split()
-    if len(hosts) < 2 or len(hosts) & (len(hosts) - 1):
-        sys.exit("link_probe: run it under tests/netns/hosts.sh with 2, 4, 8, ... hosts")
+    if len(hosts) < 2 or (a.pattern == "rhd" and len(hosts) & (len(hosts) - 1)):
+        sys.exit("link_probe: run it under tests/netns/hosts.sh with 2 or more hosts (rhd: 2, 4, 8, ...)")
     link = os.environ.get("CFX_TEST_LINK", "").strip() or "unshaped"
     what = " with the reductions" if a.reduce and a.pattern == "rhd" else ""
     print(f"{len(hosts)} hosts, {a.pattern} traffic{what}, links: {link}; medians of {a.repeat}\n")
