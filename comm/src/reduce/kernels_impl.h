@@ -135,17 +135,18 @@ void reduceKernel(void* dstv, const void* const* srcs, int nsrc, size_t count, i
   if constexpr (HasSimd<Tr>) {
     return reduceNarrowSimd<typename Tr::Simd, Op>(dst, srcs, nsrc, count, divisor, &combine<float, Op>, &divide<float>,
                                                    &Tr::load, &Tr::store);
-  }
-  switch (nsrc) {
-    case 1: return reduceFixed<Tr, Op, 1>(dst, srcs, count, divisor);
-    case 2: return reduceFixed<Tr, Op, 2>(dst, srcs, count, divisor);
-    case 3: return reduceFixed<Tr, Op, 3>(dst, srcs, count, divisor);
-    case 4: return reduceFixed<Tr, Op, 4>(dst, srcs, count, divisor);
-    case 5: return reduceFixed<Tr, Op, 5>(dst, srcs, count, divisor);
-    case 6: return reduceFixed<Tr, Op, 6>(dst, srcs, count, divisor);
-    case 7: return reduceFixed<Tr, Op, 7>(dst, srcs, count, divisor);
-    case 8: return reduceFixed<Tr, Op, 8>(dst, srcs, count, divisor);
-    default: return reduceBlocked<Tr, Op>(dst, srcs, nsrc, count, divisor);
+  } else {
+    switch (nsrc) {
+      case 1: return reduceFixed<Tr, Op, 1>(dst, srcs, count, divisor);
+      case 2: return reduceFixed<Tr, Op, 2>(dst, srcs, count, divisor);
+      case 3: return reduceFixed<Tr, Op, 3>(dst, srcs, count, divisor);
+      case 4: return reduceFixed<Tr, Op, 4>(dst, srcs, count, divisor);
+      case 5: return reduceFixed<Tr, Op, 5>(dst, srcs, count, divisor);
+      case 6: return reduceFixed<Tr, Op, 6>(dst, srcs, count, divisor);
+      case 7: return reduceFixed<Tr, Op, 7>(dst, srcs, count, divisor);
+      case 8: return reduceFixed<Tr, Op, 8>(dst, srcs, count, divisor);
+      default: return reduceBlocked<Tr, Op>(dst, srcs, nsrc, count, divisor);
+    }
   }
 }
 
