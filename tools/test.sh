@@ -49,7 +49,8 @@ if [ -n "$only" ]; then labels=(-L "^${only}\$"); fi
 # of them; 1 to 5 and 8 ranks still run, 3 and 5 the non-powers of two; the normal build runs all):
 # they were a sixth of ASan's test time, over CI's 60-minute budget on the slower machines. Of the
 # forced-algorithm and large-count tests, only AllReduce runs at 8 ranks there (the other 20 were a
-# fifth of ASan's test time; their 2- and 3-rank instances run).
+# fifth of ASan's test time; the forced algorithms still run at 2 and 3 ranks, the large counts at
+# 1 to 5).
 exclude=()
 others='(Reduce|Broadcast|AllGather|ReduceScatter|AlltoAll)_8ranks'
 if [ -n "$sanitize" ]; then exclude=(-E "[_/][67]ranks|/[67]( |\$)|ForcedAlgorithms/.*/${others}|LargeCount/${others}"); fi
