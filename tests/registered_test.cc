@@ -166,15 +166,37 @@ TEST_P(RegisteredTest, EveryCollectiveDatatypeAndOpMatchesTheStagedPathBitwise) 
   }, everySize());
 }
 
+// 12 MiB of fp32: past the streaming-store threshold, many blocks.
+void largeMessages(Rank& rk) {
+  const size_t count = (3u << 20) + 5;
+  Arena arena(rk, 2 * count * 4 + 4096, true);
+  for (C c : {C::kAllReduce, C::kReduce, C::kReduceScatter, C::kAllGather}) {
+    const size_t n = c == C::kAllReduce || c == C::kReduce ? count : count / rk.nranks;
+    if (!compareOnce(rk, arena, c, cfxFloat32, cfxSum, n, false)) return;
+  }
+  ASSERT_TRUE(compareOnce(rk, arena, C::kAllReduce, cfxBfloat16, cfxAvg, count, true));
+  ASSERT_TRUE(compareOnce(rk, arena, C::kReduce, cfxInt32, cfxMax, count, true));
+}
+
 TEST_P(RegisteredTest, LargeMessagesAtTheDefaultThreshold) {
-  runRanks(GetParam(), [](Rank& rk) {
-    const size_t count = (3u << 20) + 5;  // 12 MiB of fp32: streaming stores, many blocks
-    Arena arena(rk, 2 * count * 4 + 4096, true);
-    for (C c : {C::kAllReduce, C::kReduceScatter, C::kAllGather}) {
-      if (!compareOnce(rk, arena, c, cfxFloat32, cfxSum, c == C::kAllReduce ? count : count / rk.nranks, false)) return;
-    }
-    ASSERT_TRUE(compareOnce(rk, arena, C::kAllReduce, cfxBfloat16, cfxAvg, count, true));
-  });
+  runRanks(GetParam(), largeMessages);
+}
+
+// AllReduce and Reduce write their outputs one way with ordinary stores (reduced into one output,
+// copied into the others) and another with streaming stores (reduced into scratch, streamed into
+// every output): each kind forced.
+RunOptions storesForced(bool streaming) {
+  RunOptions o;
+  o.env = {streaming ? "CFX_STREAMING_STORES=1" : "CFX_STREAMING_STORES=0"};
+  return o;
+}
+
+TEST_P(RegisteredTest, LargeMessagesWithStreamingStores) {
+  runRanks(GetParam(), largeMessages, storesForced(true));
+}
+
+TEST_P(RegisteredTest, LargeMessagesWithOrdinaryStores) {
+  runRanks(GetParam(), largeMessages, storesForced(false));
 }
 
 TEST_P(RegisteredTest, OneRankWithPlainMemoryPutsEveryRankOnTheStagedPath) {

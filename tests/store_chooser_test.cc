@@ -80,6 +80,30 @@ TEST(StoreChooser, ALongCopyIsTimedInPiecesAndDecidesMidway) {
   EXPECT_GT(chooser.rate(false), 0.0);
 }
 
+TEST(StoreChooser, TimedWorkAlternatesKindsAfterTheWarmUp) {
+  // run() (registered AllReduce's spans): ordinary stores, untimed, until warmedUp(); then the
+  // kinds alternate, each piece timed, until each has handled kTrialBytes.
+  StoreChooser chooser(StoreChooser::Mode::kAuto, "test work", true);
+  const size_t piece = size_t{1} << 20;
+  std::vector<bool> kinds;
+  auto work = [&](bool streaming) { kinds.push_back(streaming); };
+  for (int i = 0; i < 100; ++i) chooser.run(piece, work);
+  EXPECT_EQ(kinds, std::vector<bool>(100, false)) << "streaming stores during the warm-up";
+  EXPECT_EQ(chooser.mode(), StoreChooser::Mode::kAuto);
+  EXPECT_EQ(chooser.rate(false), 0.0) << "the warm-up was timed";
+  chooser.warmedUp();
+  kinds.clear();
+  const uint64_t perKind = StoreChooser::kTrialBytes / piece;
+  for (uint64_t i = 0; i < 2 * perKind; ++i) chooser.run(piece, work);
+  ASSERT_EQ(kinds.size(), 2 * perKind);
+  for (size_t i = 0; i < kinds.size(); ++i) ASSERT_EQ(kinds[i], i % 2 == 0) << "piece " << i;
+  ASSERT_NE(chooser.mode(), StoreChooser::Mode::kAuto) << "undecided after the whole trial";
+  const bool kept = chooser.mode() == StoreChooser::Mode::kStreaming;
+  kinds.clear();
+  for (int i = 0; i < 10; ++i) chooser.run(piece, work);
+  EXPECT_EQ(kinds, std::vector<bool>(10, kept)) << "the kept kind changed";
+}
+
 TEST(StoreChooser, SmallMessagesAndShortCopiesAreNotTimed) {
   const size_t block = size_t{1} << 20;
   const auto src = pattern(block, 3);

@@ -60,6 +60,9 @@ class Context {
   // Which stores this rank's large copies into user buffers use (ops/copy.h): only the thread
   // running this communicator's work touches it.
   StoreChooser& stores() { return stores_; }
+  // The same choice for AllReduce and Reduce on registered buffers, which time their own work
+  // (ops/zero_copy.cc): a copy there is faster or slower by which output it writes.
+  StoreChooser& zeroCopyStores() { return zeroCopyStores_; }
   // Two-level reduction (see shm_layout.h): the NUMA domains of the local ranks (0: flat), the
   // ranks of domain d (ascending), and domain d's partial-sum half for chunk `chunk`.
   int domains() const { return static_cast<int>(layout_.domains); }
@@ -180,6 +183,7 @@ class Context {
   WaitSettings wait_;
   std::vector<shm::Channel> channels_;
   StoreChooser stores_{StoreChooser::modeFromEnv()};
+  StoreChooser zeroCopyStores_{StoreChooser::modeFromEnv(), "registered AllReduce and Reduce", true};
   BufferRegistry registry_;
   // The lowest operation every rank had finished when last read: allFinished answers from it
   // without touching the peers' cache lines (their counters only grow).

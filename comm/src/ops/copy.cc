@@ -71,24 +71,18 @@ void StoreChooser::copy(void* dst, const void* src, size_t bytes, size_t message
   const auto* s = static_cast<const std::byte*>(src);
   for (size_t done = 0; done < bytes;) {
     const size_t n = std::min(kTrialPieceBytes, bytes - done);
-    if (mode_ == Mode::kAuto) {
-      copyTimed(d + done, s + done, n);
-    } else {
-      copyOut(d + done, s + done, n, mode_ == Mode::kStreaming);
-    }
+    run(n, [&](bool streaming) { copyOut(d + done, s + done, n, streaming); });
     done += n;
   }
 }
 
-namespace {
-// This thread's CPU time: a copy preempted halfway (ranks outnumbering the cores) is not charged
-// for the time another process ran.
-int64_t threadNs() {
+int64_t StoreChooser::threadNs() {
   timespec ts;
   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
   return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
 }
 
+namespace {
 double median(std::vector<double> v) {
   if (v.empty()) return 0.0;
   const size_t mid = v.size() / 2;
@@ -97,19 +91,14 @@ double median(std::vector<double> v) {
 }
 }  // namespace
 
-void StoreChooser::copyTimed(void* dst, const void* src, size_t bytes) {
-  const bool streaming = nextStreaming_;
-  nextStreaming_ = !nextStreaming_;
-  const int64_t start = threadNs();
-  copyOut(dst, src, bytes, streaming);
-  const int64_t ns = std::max<int64_t>(threadNs() - start, 1);
+void StoreChooser::record(bool streaming, size_t bytes, int64_t ns) {
   bytes_[streaming] += bytes;
-  rates_[streaming].push_back(static_cast<double>(bytes) / static_cast<double>(ns));
+  rates_[streaming].push_back(static_cast<double>(bytes) / static_cast<double>(std::max<int64_t>(ns, 1)));
   if (bytes_[0] >= kTrialBytes && bytes_[1] >= kTrialBytes) {
     mode_ = rate(true) >= kStreamingMargin * rate(false) ? Mode::kStreaming : Mode::kOrdinary;
-    char line[160];
-    std::snprintf(line, sizeof line, "large copies into user buffers: streaming stores %.2f GB/s, ordinary %.2f: %s",
-                  rate(true), rate(false), mode_ == Mode::kStreaming ? "streaming" : "ordinary");
+    char line[200];
+    std::snprintf(line, sizeof line, "%s: streaming stores %.2f GB/s, ordinary %.2f: %s", what_, rate(true),
+                  rate(false), mode_ == Mode::kStreaming ? "streaming" : "ordinary");
     logInfo(line);
   }
 }

@@ -38,22 +38,53 @@ class StoreChooser {
   // Longer copies are timed in pieces of this size, alternating between the kinds.
   static constexpr size_t kTrialPieceBytes = 1 << 20;
 
-  explicit StoreChooser(Mode mode = Mode::kAuto) : mode_(mode) {}
+  // `what`: the work it chooses for, in its log line. With `warmUp`, run() does its work with
+  // ordinary stores, untimed, until the caller calls warmedUp(): a peer's pages are mapped into
+  // this process on their first touch, which costs both kinds the same and hides the difference
+  // between them (on the Intel VM, 1.17x in a first message against 1.34x after it).
+  explicit StoreChooser(Mode mode = Mode::kAuto, const char* what = "large copies into user buffers",
+                        bool warmUp = false)
+      : mode_(mode), what_(what), warmingUp_(warmUp) {}
+  void warmedUp() { warmingUp_ = false; }
   // CFX_STREAMING_STORES: auto, 1 (always streaming) or 0 (never); throws kInvalidArgument otherwise.
   static Mode modeFromEnv();
 
   // Copies `bytes` (part of a message of `messageBytes`) with the stores chosen so far.
   void copy(void* dst, const void* src, size_t bytes, size_t messageBytes);
+  // Runs work(streaming), which handles `bytes`, with the kind chosen so far; during the trial,
+  // with the kind whose turn it is, timed and counted towards the choice. For work that is more
+  // than a copy; the caller decides which messages are large enough.
+  template <class Work>
+  void run(size_t bytes, Work&& work) {
+    if (mode_ != Mode::kAuto) {
+      work(mode_ == Mode::kStreaming);
+      return;
+    }
+    if (warmingUp_) {
+      work(false);
+      return;
+    }
+    const bool streaming = nextStreaming_;
+    nextStreaming_ = !nextStreaming_;
+    const int64_t start = threadNs();
+    work(streaming);
+    record(streaming, bytes, threadNs() - start);
+  }
   // kAuto while the trial is still running.
   Mode mode() const { return mode_; }
   // The median GB/s of each kind's timed copies so far (0: none yet), in this thread's CPU time.
   double rate(bool streaming) const;
 
  private:
-  // One timed copy with the kind whose turn it is; decides once both have written kTrialBytes.
-  void copyTimed(void* dst, const void* src, size_t bytes);
+  // This thread's CPU time in ns: work preempted halfway (ranks outnumbering the cores) is not
+  // charged for the time another process ran.
+  static int64_t threadNs();
+  // Counts one timed piece of work; decides once both kinds have handled kTrialBytes.
+  void record(bool streaming, size_t bytes, int64_t ns);
 
   Mode mode_;
+  const char* what_;
+  bool warmingUp_;
   uint64_t bytes_[2] = {0, 0};     // [0]: ordinary, [1]: streaming
   std::vector<double> rates_[2];  // bytes per ns of each timed copy
   bool nextStreaming_ = true;

@@ -20,32 +20,99 @@ bool allRegistered(const Context& ctx, uint64_t seq, bool recv) {
   return true;
 }
 
-// AllReduce and Reduce: this rank's slice, block by block, from every input into the outputs.
-void reduceSlice(Context& ctx, const CollArgs& a, uint64_t seq, std::byte* block) {
-  const int n = ctx.size(), me = ctx.rank();
-  const size_t es = reduce::dataTypeSize(a.datatype);
-  std::vector<const std::byte*> in(n);
-  std::vector<std::byte*> out;
-  for (int r = 0; r < n; ++r) {
-    in[r] = r == me ? static_cast<const std::byte*>(a.send) : ctx.registeredBuffer(r, seq, false);
-  }
-  for (int k = 1; k <= n; ++k) {  // this rank's own output last: the peers' writes go first
-    const int r = (me + k) % n;
-    if (a.coll == Coll::kReduce && r != a.root) continue;
-    out.push_back(r == me ? static_cast<std::byte*>(a.recv) : ctx.registeredBuffer(r, seq, true));
-  }
-  size_t lo, hi;
-  sliceOf(a.count, es, me, n, lo, hi);
-  const size_t per = kZeroCopyBlockBytes / es;
-  const size_t message = a.count * es;
-  std::vector<const void*> srcs(n);
-  for (size_t b = lo; b < hi; b += per) {
-    const size_t len = std::min(per, hi - b);
-    for (int r = 0; r < n; ++r) srcs[r] = in[r] + b * es;
-    reduce::reduce(block, srcs.data(), n, len, a.datatype, a.op, n);
-    for (std::byte* o : out) ctx.stores().copy(o + b * es, block, len * es, message);
-  }
+bool overlaps(const std::byte* a, const std::byte* b, size_t bytes) {
+  return a < b + bytes && b < a + bytes;
 }
+
+// AllReduce and Reduce: this rank's slice of the message, from every input into the outputs, in
+// spans of kZeroCopyBlockBytes, each written one of two ways:
+//   ordinary stores:  in blocks of kZeroCopyDirectBlockBytes, each reduced straight into one
+//                     output (this rank's own for AllReduce, the root's for Reduce; scratch when
+//                     that output is also an input, in place) and copied from there, still in L1,
+//                     into the others: inputs read and outputs written as one stream;
+//   streaming stores: reduced into scratch, then streamed into every output, so no output is read
+//                     for ownership.
+// On the Intel VM (streaming stores slow) the first ran 1.15-1.2x faster than the second; on the
+// 16-core host (streaming stores fast) the second was faster (perf/RESULTS.md, 2026-11-27). For
+// messages of kStreamingMinBytes or more the rank's zero-copy store chooser picks one, timing whole
+// spans of both kinds in its first large messages after the first (ops/copy.h). Smaller messages,
+// and calls in place on every rank (each output block an input block just read, in cache: ordinary
+// stores were 1.5x faster there on the 16-core host), use ordinary stores.
+class SliceReducer {
+ public:
+  SliceReducer(Context& ctx, const CollArgs& a, uint64_t seq, std::byte* scratch)
+      : a_(a), n_(ctx.size()), es_(reduce::dataTypeSize(a.datatype)), scratch_(scratch), in_(n_), srcs_(n_) {
+    const int me = ctx.rank();
+    for (int r = 0; r < n_; ++r) {
+      in_[r] = r == me ? static_cast<const std::byte*>(a.send) : ctx.registeredBuffer(r, seq, false);
+    }
+    for (int k = 0; k < n_; ++k) {  // this rank's own output first: the one reduced into
+      const int r = (me + k) % n_;
+      if (a.coll == Coll::kReduce && r != a.root) continue;
+      out_.push_back(r == me ? static_cast<std::byte*>(a.recv) : ctx.registeredBuffer(r, seq, true));
+    }
+    sliceOf(a.count, es_, me, n_, lo_, hi_);
+    const size_t bytes = (hi_ - lo_) * es_;
+    intoOutput_ = true;
+    for (int r = 0; r < n_; ++r) {
+      if (overlaps(out_[0] + lo_ * es_, in_[r] + lo_ * es_, bytes)) intoOutput_ = false;
+    }
+    // In place on every rank that receives: each output block is an input block just read, in
+    // cache, so ordinary stores write it without a trip to memory.
+    inPlace_ = true;
+    for (size_t k = 0; k < out_.size(); ++k) {
+      const int r = a.coll == Coll::kReduce ? a.root : (me + static_cast<int>(k)) % n_;
+      if (out_[k] + lo_ * es_ != in_[r] + lo_ * es_) inPlace_ = false;
+    }
+  }
+
+  void run(StoreChooser& stores) {
+    const size_t span = kZeroCopyBlockBytes / es_;
+    const bool large = a_.count * es_ >= kStreamingMinBytes && !inPlace_;
+    for (size_t b = lo_; b < hi_; b += span) {
+      const size_t len = std::min(span, hi_ - b);
+      if (large) {
+        // Counted as the bytes written, so the trial ends as soon on 8 ranks as on 2.
+        stores.run(len * es_ * out_.size(), [&](bool streaming) { streaming ? streamed(b, len) : direct(b, len); });
+      } else {
+        direct(b, len);
+      }
+    }
+    if (large) stores.warmedUp();  // the first large message mapped the pages it touched
+  }
+
+ private:
+  void reduceInto(std::byte* dst, size_t b, size_t len) {
+    for (int r = 0; r < n_; ++r) srcs_[r] = in_[r] + b * es_;
+    reduce::reduce(dst, srcs_.data(), n_, len, a_.datatype, a_.op, n_);
+  }
+  void direct(size_t from, size_t len) {
+    const size_t per = kZeroCopyDirectBlockBytes / es_;
+    for (size_t b = from; b < from + len; b += per) {
+      const size_t m = std::min(per, from + len - b);
+      std::byte* block = intoOutput_ ? out_[0] + b * es_ : scratch_;
+      reduceInto(block, b, m);
+      for (std::byte* o : out_) {
+        if (o + b * es_ != block) std::memcpy(o + b * es_, block, m * es_);
+      }
+    }
+  }
+  void streamed(size_t b, size_t len) {
+    reduceInto(scratch_, b, len);
+    for (std::byte* o : out_) copyOut(o + b * es_, scratch_, len * es_, true);
+  }
+
+  const CollArgs& a_;
+  const int n_;
+  const size_t es_;
+  std::byte* scratch_;
+  std::vector<const std::byte*> in_;
+  std::vector<std::byte*> out_;
+  std::vector<const void*> srcs_;
+  size_t lo_ = 0, hi_ = 0;
+  bool intoOutput_ = true;
+  bool inPlace_ = false;
+};
 
 // ReduceScatter: this rank's block of every input, reduced into its output (through the scratch
 // block when the output is this rank's own input block, reduced in place).
@@ -127,7 +194,7 @@ bool zeroCopyReady(const Context& ctx, const CollArgs& a, uint64_t seq) {
 void runZeroCopy(Context& ctx, const CollArgs& a, uint64_t seq, std::byte* block) {
   switch (a.coll) {
     case Coll::kAllReduce:
-    case Coll::kReduce: reduceSlice(ctx, a, seq, block); break;
+    case Coll::kReduce: SliceReducer(ctx, a, seq, block).run(ctx.zeroCopyStores()); break;
     case Coll::kReduceScatter: reduceOwnBlock(ctx, a, seq, block); break;
     case Coll::kAllGather: gather(ctx, a, seq); break;
     case Coll::kBroadcast: broadcast(ctx, a, seq); break;

@@ -3,8 +3,8 @@
 // When every buffer a collective touches in another process was registered (cfxMemAlloc), each
 // rank works straight on its peers' buffers, mapped through the registry (registry.h):
 //   AllReduce, Reduce: rank r reduces its slice of the message from every rank's input, in rank
-//                      order, into a cache-sized block, and writes the block into every output
-//                      (the root's only, for Reduce);
+//                      order, block by block into one output (or a cache-sized scratch block),
+//                      and copies the block into every other output (the root's only, for Reduce);
 //   ReduceScatter:     rank r reduces its own block from every rank's input into its output;
 //   AllGather:         rank r copies every rank's input into its output;
 //   Broadcast:         every rank copies the root's input into its output.
@@ -39,5 +39,8 @@ void runZeroCopy(Context& ctx, const CollArgs& a, uint64_t seq, std::byte* block
 
 // Elements are reduced in blocks this large, which stay in cache while they are written out.
 inline constexpr size_t kZeroCopyBlockBytes = 64 << 10;
+// With ordinary stores AllReduce and Reduce use blocks this small, which stay in L1 between the
+// reduction that writes one output and the copies into the others (zero_copy.cc).
+inline constexpr size_t kZeroCopyDirectBlockBytes = 4 << 10;
 
 }  // namespace conflux
