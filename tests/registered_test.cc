@@ -191,13 +191,17 @@ RunOptions storesForced(bool streaming) {
   return o;
 }
 
-TEST_P(RegisteredTest, LargeMessagesWithStreamingStores) {
+class RegisteredStoresTest : public ::testing::TestWithParam<int> {};
+
+TEST_P(RegisteredStoresTest, LargeMessagesWithStreamingStores) {
   runRanks(GetParam(), largeMessages, storesForced(true));
 }
 
-TEST_P(RegisteredTest, LargeMessagesWithOrdinaryStores) {
+TEST_P(RegisteredStoresTest, LargeMessagesWithOrdinaryStores) {
   runRanks(GetParam(), largeMessages, storesForced(false));
 }
+
+INSTANTIATE_TEST_SUITE_P(Ranks, RegisteredStoresTest, ::testing::Values(2, 3));
 
 TEST_P(RegisteredTest, OneRankWithPlainMemoryPutsEveryRankOnTheStagedPath) {
   runRanks(GetParam(), [](Rank& rk) {
