@@ -10,6 +10,7 @@ import atexit
 import multiprocessing
 import os
 import pathlib
+import random
 import runpy
 import socket
 import sys
@@ -22,10 +23,28 @@ import torch  # noqa: F401  imported once here, inherited by every forked rank
 HERE = pathlib.Path(__file__).resolve().parent
 
 
+def _ephemeral_low() -> int:
+    try:
+        return int(open("/proc/sys/net/ipv4/ip_local_port_range").read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
+
+
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A port for the job's store, below the kernel's ephemeral range: a port that range gave out
+    (bind to 0, then close) can be handed to another test's connection or listener before rank 0's
+    store binds it, which failed a CI run with EADDRINUSE."""
+    low = min(_ephemeral_low(), 32768)
+    rng = random.Random()
+    for _ in range(200):
+        port = rng.randrange(max(1024, low - 12000), low)
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise RuntimeError("no free port below the ephemeral range")
 
 
 class Result:
@@ -67,8 +86,18 @@ def _rank_main(script: str, args: tuple, env: dict, out_path: str) -> None:
 
 def run(script: str, nranks: int, *args: str, timeout: float = 240, env: dict | None = None,
         rank_env=None) -> Result:
-    """`env`: extra variables for every rank; `rank_env(rank)`: more for one rank (a dict)."""
-    port = free_port()
+    """`env`: extra variables for every rank; `rank_env(rank)`: more for one rank (a dict). A job
+    whose store found its port taken (EADDRINUSE in rank 0's output) runs again on another, twice
+    at most: the port was lost to another process, not to the code under test."""
+    for attempt in range(3):
+        result = _run_once(script, nranks, args, timeout, env, rank_env, free_port())
+        if result.codes[0] == 0 or "EADDRINUSE" not in result.outputs[0] or attempt == 2:
+            return result
+        print(f"[launch] rank 0's store could not bind its port; running {script} again", file=sys.stderr)
+    return result
+
+
+def _run_once(script: str, nranks: int, args: tuple, timeout: float, env: dict | None, rank_env, port: int) -> Result:
     fork = multiprocessing.get_context("fork")
     procs = []
     start = time.monotonic()
