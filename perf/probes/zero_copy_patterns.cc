@@ -47,7 +47,9 @@ float* shared(size_t n) {
 }
 
 void add(float* o, const float* a, const float* b, size_t n) {
-  for (size_t i = 0; i < n; i += 16) _mm512_storeu_ps(o + i, _mm512_add_ps(_mm512_loadu_ps(a + i), _mm512_loadu_ps(b + i)));
+  for (size_t i = 0; i < n; i += 16) {
+    _mm512_storeu_ps(o + i, _mm512_add_ps(_mm512_loadu_ps(a + i), _mm512_loadu_ps(b + i)));
+  }
 }
 
 void copy(float* o, const float* a, size_t n, bool streaming) {
