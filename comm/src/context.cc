@@ -155,7 +155,7 @@ void Context::checkDescriptors(const OpDescriptor& mine) const {
 
 void Context::finishOp(uint64_t seq) {
   control(rank_).finished.store(seq, std::memory_order_release);
-  ringAll();
+  ringOwed_ = true;
 }
 
 bool Context::allFinished(uint64_t seq, std::vector<int>* lagging) const {
@@ -178,6 +178,7 @@ bool Context::allFinished(uint64_t seq, std::vector<int>* lagging) const {
 void Context::ring(int peer) { control(peer).bell.ring(); }
 
 void Context::ringAll() {
+  ringOwed_ = false;
   // One fence for all peers (ring() pays one each).
   std::atomic_thread_fence(std::memory_order_seq_cst);
   for (int r = 0; r < size_; ++r) {

@@ -106,7 +106,9 @@ class Context {
 
   // Small-message mailboxes (see shm_layout.h).
   Mailbox& mailbox(int r, uint64_t seq) const { return control(r).mailbox[seq % kMailboxSlots]; }
-  // This rank finished operation `seq`; wakes the peers (one may wait to reuse a mailbox).
+  // This rank finished operation `seq`. The peers (one may wait to reuse a mailbox) are woken by
+  // the next ringAll() or flushRing(): a latency-path call finishes the previous call and publishes
+  // its own in one step, so both share one fence and one look at the peers' doorbells.
   void finishOp(uint64_t seq);
   // Whether every rank finished operation `seq` (0: always); those that did not go to `lagging`.
   bool allFinished(uint64_t seq, std::vector<int>* lagging = nullptr) const;
@@ -115,6 +117,11 @@ class Context {
   shm::Channel& recvChannel(int peer) { return channels_[static_cast<size_t>(peer) * size_ + rank_]; }
   void ring(int peer);
   void ringAll();
+  // Wakes the peers if a finished operation has not yet been announced (finishOp). The executor
+  // calls it whenever its work stops moving and before it returns.
+  void flushRing() {
+    if (ringOwed_) ringAll();
+  }
 
   // Waiting support for the executor.
   shm::Doorbell& myBell() const;
@@ -188,6 +195,7 @@ class Context {
   // The lowest operation every rank had finished when last read: allFinished answers from it
   // without touching the peers' cache lines (their counters only grow).
   mutable std::atomic<uint64_t> finishedByAll_{0};
+  bool ringOwed_ = false;  // finishOp stored `finished` without waking the peers yet
   std::vector<int> domainOf_;
   std::vector<std::vector<int>> domainRanks_;
   uint64_t barrierSeq_ = 0;

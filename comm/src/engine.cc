@@ -220,6 +220,42 @@ void Engine::enqueue(Batch batch, std::shared_ptr<Completion> done) {
   notifyLocked();
 }
 
+void Engine::enqueue(std::unique_ptr<Op> op, Stream* stream) {
+  flight::dumpIfRequested();
+  std::unique_lock<std::mutex> lock(mu_);
+  if (busy_ || !queue_.empty() || !failed_.ok()) {
+    lock.unlock();
+    Batch b;
+    b.ops.push_back(std::move(op));
+    b.streams.push_back(stream);
+    enqueue(std::move(b), nullptr);
+    return;
+  }
+  busy_ = true;
+  lock.unlock();
+  const RunLimit limit{ctx_.wait().spin + kEagerYields, kEagerBusy};
+  bool finished = true;
+  const Outcome out = attempt(std::span<std::unique_ptr<Op>>(&op, 1), &limit, finished);
+  // Finished before the stream counted it: it concerns the stream only if it failed.
+  if (finished && !out.ok()) {
+    stream->enqueued();
+    stream->completed(out);
+  }
+  Item item;
+  if (!finished) {
+    item.batch.ops.push_back(std::move(op));
+    item.batch.streams.push_back(stream);
+    countStreams(item);
+  }
+  lock.lock();
+  busy_ = false;
+  if (!finished) {  // the progress thread goes on from where this stopped
+    queue_.push_front(std::move(item));
+    if (!thread_.joinable()) thread_ = std::thread(&Engine::threadMain, this);
+  }
+  notifyLocked();
+}
+
 void Engine::drain() {
   std::unique_lock<std::mutex> lock(mu_);
   ++idleWaiters_;

@@ -72,6 +72,9 @@ class Engine {
   // Queues the batch; `done` (optional) is set when it finishes. Tried here first, bounded, when
   // no thread is running this engine's work.
   void enqueue(Batch batch, std::shared_ptr<Completion> done);
+  // The same for one operation on one stream (the latency path on a stream): no batch is built
+  // unless the operation has to wait for the progress thread.
+  void enqueue(std::unique_ptr<Op> op, Stream* stream);
   // Waits until everything queued has run.
   void drain();
   // The latched failure; else a failure of a peer that reaches this rank's next operation.

@@ -60,6 +60,19 @@ class WaitNotice {
   int across_ = -1;
 };
 
+// Announces, when the batch returns or throws, an operation finished without waking the peers
+// (Context::finishOp).
+class RingOnExit {
+ public:
+  explicit RingOnExit(Context& ctx) : ctx_(ctx) {}
+  ~RingOnExit() { ctx_.flushRing(); }
+  RingOnExit(const RingOnExit&) = delete;
+  RingOnExit& operator=(const RingOnExit&) = delete;
+
+ private:
+  Context& ctx_;
+};
+
 class BatchRunner {
  public:
   BatchRunner(Context& ctx, std::span<const std::unique_ptr<Op>> ops, Op* pending)
@@ -191,15 +204,14 @@ bool executeBatch(Context& ctx, std::span<const std::unique_ptr<Op>> ops, const 
                   const WaitObserver* observer, Op* pending) {
   using Clock = std::chrono::steady_clock;
   BatchRunner runner(ctx, ops, pending);
+  RingOnExit ringOnExit(ctx);
   if (ctx.aborted() || ctx.poisonReaches(runner.pointToPoint())) {
     ctx.checkAbortAndPoison([] { return std::string("the start of an operation"); }, runner.pointToPoint());
   }
-  // Latency path: a single operation that completes (or is ready early) on its first step needs
-  // none of the waiting machinery below.
-  if (pending == nullptr && ops.size() == 1 && !ops[0]->isPointToPoint()) {
-    ops[0]->progress(ctx);
-    if (ops[0]->done() || ops[0]->readyEarly()) return true;
-  }
+  // Latency path: a batch that finishes on its first step (a single operation done or ready early,
+  // after the previous call's confirmation) needs none of the waiting machinery below.
+  runner.step();
+  if (runner.finished()) return true;
   const auto start = limit ? Clock::now() : Clock::time_point{};
   // When the batch last moved: read when it first finds nothing to do (no clock read per move).
   Clock::time_point lastProgress{};
@@ -219,7 +231,10 @@ bool executeBatch(Context& ctx, std::span<const std::unique_ptr<Op>> ops, const 
       if (limit && Clock::now() - start > limit->busy) return false;
       continue;
     }
-    if (idle == 0) lastProgress = Clock::now();
+    if (idle == 0) {
+      lastProgress = Clock::now();
+      ctx.flushRing();  // a peer may wait for what finished while this batch moved
+    }
     if (slept || ctx.aborted()) {
       // Checked after a fresh step that found nothing to do, never on stale state.
       if (observer) runner.report(*observer);

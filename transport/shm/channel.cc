@@ -28,7 +28,7 @@ bool Channel::progressSend(Transfer& t) {
     size_t n = std::min(payloadBytes(), t.bytes - t.done);
     SlotHeader h{t.bytes, n, 0};
     std::memcpy(s, &h, sizeof(h));
-    std::memcpy(s + kHeaderBytes, t.data + t.done, n);
+    std::memcpy(s + dataOffset(n), t.data + t.done, n);
     t.done += n;
     ++head;
     ctl_->head.store(head, std::memory_order_release);
@@ -76,7 +76,7 @@ bool Channel::progressRecv(Transfer& t, int srcRank, int dstRank, pid_t srcPid) 
       cmaRead(srcPid, srcRank, t.data, reinterpret_cast<const void*>(h.address), t.bytes);
       t.done = t.bytes;
     } else {
-      std::memcpy(t.data + t.done, s + kHeaderBytes, h.chunkBytes);
+      std::memcpy(t.data + t.done, s + dataOffset(h.chunkBytes), h.chunkBytes);
       t.done += h.chunkBytes;
     }
     if (offer) t.wakeSender = true;  // the sender waits for the acknowledgement

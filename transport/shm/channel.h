@@ -63,6 +63,10 @@ class Channel {
     uint64_t chunkBytes;  // 0: a single-copy offer
     uint64_t address;     // the offer: the sender's buffer
   };
+  // A chunk this small travels in the header's cache line, right after it: its reader takes one
+  // miss, not two. Larger chunks start at kHeaderBytes, aligned.
+  static constexpr size_t kInlineBytes = kHeaderBytes - sizeof(SlotHeader);
+  static size_t dataOffset(size_t chunkBytes) { return chunkBytes <= kInlineBytes ? sizeof(SlotHeader) : kHeaderBytes; }
   bool offerSend(Transfer& t);
   std::byte* slot(uint64_t i) const { return slots_ + (i % nslots_) * slotBytes_; }
 

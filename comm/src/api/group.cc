@@ -70,22 +70,27 @@ void runBatches(std::vector<CommBatch>& batches, const std::vector<std::unique_p
   first.raise();
 }
 
-// The common case (a thread's Send/Recv pairs on one communicator, no stream): one batch, run on
-// this thread, built without the per-communicator bookkeeping below.
-bool singleBlocking(const std::vector<PendingOp>& ops) {
+// The common case (a thread's Send/Recv pairs on one communicator, on one stream or none): one
+// batch, built without the per-communicator bookkeeping below; a blocking one runs on this thread.
+bool singleTarget(const std::vector<PendingOp>& ops) {
   for (const auto& p : ops) {
-    if (p.comm != ops[0].comm || p.stream != nullptr) return false;
+    if (p.comm != ops[0].comm || p.stream != ops[0].stream) return false;
   }
   return true;
 }
 
-void runSingleBlocking(std::vector<PendingOp>& ops) {
+void runSingleTarget(std::vector<PendingOp>& ops) {
   CommRef ref(ops[0].comm);
   Batch batch;
   batch.ops.reserve(ops.size());
   for (auto& p : ops) batch.ops.push_back(std::move(p.op));
   try {
-    ref->engine().runBlocking(std::move(batch)).raise();
+    if (ops[0].stream == nullptr) {
+      ref->engine().runBlocking(std::move(batch)).raise();
+    } else {
+      batch.streams.push_back(static_cast<Stream*>(ops[0].stream));
+      ref->engine().enqueue(std::move(batch), nullptr);
+    }
   } catch (const Error& e) {
     recordError(ops[0].comm, std::string("cfxGroupEnd: ") + e.what());
     throw;
@@ -116,8 +121,8 @@ void groupEnd() {
   g.error = Outcome{};
   if (!error.ok()) throw Error(error.status, "group not run: " + error.message);
   if (ops.empty()) return;
-  if (singleBlocking(ops)) {
-    runSingleBlocking(ops);
+  if (singleTarget(ops)) {
+    runSingleTarget(ops);
     ops.clear();
     if (g.ops.empty()) g.ops.swap(ops);  // keep the capacity for the next group of this thread
     return;
@@ -146,10 +151,7 @@ void submit(cfxComm_t comm, Communicator& impl, cfxStream_t stream, std::unique_
     impl.engine().runBlocking(std::move(op)).raise();
     return;
   }
-  Batch b;
-  b.ops.push_back(std::move(op));
-  b.streams.push_back(static_cast<Stream*>(stream));
-  impl.engine().enqueue(std::move(b), nullptr);
+  impl.engine().enqueue(std::move(op), static_cast<Stream*>(stream));
 }
 
 void submitAll(cfxComm_t comm, Communicator& impl, cfxStream_t stream, std::vector<std::unique_ptr<Op>> ops) {
