@@ -210,9 +210,11 @@ bool executeBatch(Context& ctx, std::span<const std::unique_ptr<Op>> ops, const 
   }
   // Latency path: a batch that finishes on its first step (a single operation done or ready early,
   // after the previous call's confirmation) needs none of the waiting machinery below.
-  runner.step();
-  if (runner.finished()) return true;
+  // (A limited run counts its first step against its busy time too.)
   const auto start = limit ? Clock::now() : Clock::time_point{};
+  const bool movedFirst = runner.step();
+  if (runner.finished()) return true;
+  if (movedFirst && limit && Clock::now() - start > limit->busy) return false;
   // When the batch last moved: read when it first finds nothing to do (no clock read per move).
   Clock::time_point lastProgress{};
   const int spin = ctx.wait().spin;
