@@ -350,8 +350,8 @@ class TcpTransport final : public Transport {
       const auto deadline = Clock::now() + std::min<std::chrono::milliseconds>(setup_.connectTimeout, std::chrono::seconds(10));
       attach(p, tcp::connectPeer(setup_, addrs_.at(p), p, nsocks_ + 1, deadline, true));
     } catch (const Error& e) {
-      loseWith(p, "could not connect to " + setup_.describeRank(p) + " at " + addrs_.at(p) + " (" + e.what() +
-                      "): its process is gone, or it destroyed its communicator");
+      loseUnexplained(p, "could not connect to " + setup_.describeRank(p) + " at " + addrs_.at(p) + " (" + e.what() +
+                             "): its process is gone, or it destroyed its communicator");
     }
   }
 
@@ -361,8 +361,8 @@ class TcpTransport final : public Transport {
     try {
       tcp::sendWake(setup_, addrs_.at(p), p, Clock::now() + std::chrono::seconds(10));
     } catch (const Error& e) {
-      loseWith(p, "could not reach " + setup_.describeRank(p) + " at " + addrs_.at(p) + " (" + e.what() +
-                      "): its process is gone, or it destroyed its communicator");
+      loseUnexplained(p, "could not reach " + setup_.describeRank(p) + " at " + addrs_.at(p) + " (" + e.what() +
+                             "): its process is gone, or it destroyed its communicator");
     }
   }
 
@@ -673,7 +673,36 @@ class TcpTransport final : public Transport {
       loseWith(p, peer.lostWhy, peer.lostStatus);
       return;
     }
-    loseWith(p, "lost the connection to " + setup_.describeRank(p) + ": " + why);
+    loseUnexplained(p, "lost the connection to " + setup_.describeRank(p) + ": " + why);
+  }
+
+  // A peer gone without its own notice may have failed, and exited, for a cause found elsewhere
+  // (a mismatch, a timeout) that another peer is relaying now: a peer it never connected to, or
+  // one whose connection reset, got no notice from it. Such a notice, if one comes within 100 ms,
+  // is the failure this peer's loss reports; otherwise `why`.
+  void loseUnexplained(int p, const std::string& why) {
+    const auto deadline = Clock::now() + std::chrono::milliseconds(100);
+    for (;;) {
+      std::vector<pollfd> fds;
+      std::vector<int> from;
+      for (auto& [q, other] : peers_) {
+        if (q == p && other.lost) return;
+        const bool explained = other.closing || other.lost;
+        if (explained && other.lostStatus != Status::kRemoteError) {
+          loseWith(p, other.lostWhy, other.lostStatus);
+          return;
+        }
+        if (q == p || explained || other.control == nullptr || other.control->eof) continue;
+        fds.push_back(pollfd{other.control->sock.fd(), POLLIN, 0});
+        from.push_back(q);
+      }
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+      if (fds.empty() || left <= 0 || ::poll(fds.data(), fds.size(), static_cast<int>(left)) <= 0) break;
+      for (size_t i = 0; i < fds.size(); ++i) {
+        if (fds[i].revents != 0) readNotice(*peers_[from[i]].control, false);
+      }
+    }
+    loseWith(p, why);
   }
 
   void loseWith(int p, const std::string& why, Status status = Status::kRemoteError) {
