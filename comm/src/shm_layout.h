@@ -20,7 +20,7 @@
 namespace conflux {
 
 inline constexpr uint64_t kSegmentMagic = 0x43465853484d3031ull;  // "CFXSHM01"
-inline constexpr uint32_t kSegmentVersion = 10;
+inline constexpr uint32_t kSegmentVersion = 11;
 
 struct OpDescriptor {
   uint64_t seq = 0;

@@ -17,21 +17,36 @@ Channel::Channel(std::byte* base, size_t slots, size_t slotBytes)
       nslots_(slots),
       slotBytes_(slotBytes) {}
 
+uint64_t Channel::slotSeq(uint64_t i) const {
+  auto* seq = reinterpret_cast<uint64_t*>(slot(i));
+  return std::atomic_ref<uint64_t>(*seq).load(std::memory_order_acquire);
+}
+
+bool Channel::hasRoom(uint64_t head) {
+  if (head - tailSeen_ < nslots_) return true;
+  tailSeen_ = ctl_->tail.load(std::memory_order_acquire);
+  return head - tailSeen_ < nslots_;
+}
+
+void Channel::publish(uint64_t head, size_t messageBytes, size_t chunkBytes) {
+  std::byte* s = slot(head);
+  auto* h = reinterpret_cast<SlotHeader*>(s);
+  h->messageBytes = messageBytes;
+  h->chunkBytes = chunkBytes;
+  std::atomic_ref<uint64_t>(h->seq).store(head + 1, std::memory_order_release);
+  ctl_->head.store(head + 1, std::memory_order_relaxed);
+}
+
 bool Channel::progressSend(Transfer& t) {
   if (t.singleCopy && !t.complete()) return offerSend(t);
   bool moved = false;
   uint64_t head = ctl_->head.load(std::memory_order_relaxed);
-  while (!t.complete()) {
-    uint64_t tail = ctl_->tail.load(std::memory_order_acquire);
-    if (head - tail >= nslots_) break;  // ring full
-    std::byte* s = slot(head);
+  while (!t.complete() && hasRoom(head)) {
     size_t n = std::min(payloadBytes(), t.bytes - t.done);
-    SlotHeader h{t.bytes, n, 0};
-    std::memcpy(s, &h, sizeof(h));
-    std::memcpy(s + dataOffset(n), t.data + t.done, n);
+    std::memcpy(slot(head) + dataOffset(n), t.data + t.done, n);
+    publish(head, t.bytes, n);
     t.done += n;
     ++head;
-    ctl_->head.store(head, std::memory_order_release);
     moved = true;
   }
   return moved;
@@ -45,10 +60,10 @@ bool Channel::offerSend(Transfer& t) {
     return true;
   }
   uint64_t head = ctl_->head.load(std::memory_order_relaxed);
-  if (head - ctl_->tail.load(std::memory_order_acquire) >= nslots_) return false;  // ring full
-  SlotHeader h{t.bytes, 0, reinterpret_cast<uint64_t>(t.data)};
-  std::memcpy(slot(head), &h, sizeof(h));
-  ctl_->head.store(head + 1, std::memory_order_release);
+  if (!hasRoom(head)) return false;
+  const uint64_t address = reinterpret_cast<uint64_t>(t.data);
+  std::memcpy(slot(head) + dataOffset(0), &address, sizeof(address));
+  publish(head, t.bytes, 0);
   t.offered = head + 1;
   return true;
 }
@@ -59,8 +74,7 @@ bool Channel::progressRecv(Transfer& t, int srcRank, int dstRank, pid_t srcPid) 
   uint64_t tail = ctl_->tail.load(std::memory_order_relaxed);
   const uint64_t firstTail = tail;
   while (!t.complete()) {
-    uint64_t head = ctl_->head.load(std::memory_order_acquire);
-    if (tail == head) break;  // ring empty
+    if (slotSeq(tail) != tail + 1) break;  // not published yet
     const std::byte* s = slot(tail);
     SlotHeader h;
     std::memcpy(&h, s, sizeof(h));
@@ -73,23 +87,27 @@ bool Channel::progressRecv(Transfer& t, int srcRank, int dstRank, pid_t srcPid) 
                                              std::to_string(t.bytes) + " bytes");
     }
     if (offer) {
-      cmaRead(srcPid, srcRank, t.data, reinterpret_cast<const void*>(h.address), t.bytes);
+      uint64_t address;
+      std::memcpy(&address, s + dataOffset(0), sizeof(address));
+      cmaRead(srcPid, srcRank, t.data, reinterpret_cast<const void*>(address), t.bytes);
       t.done = t.bytes;
+      t.wakeSender = true;  // the sender waits for the acknowledgement
     } else {
       std::memcpy(t.data + t.done, s + dataOffset(h.chunkBytes), h.chunkBytes);
       t.done += h.chunkBytes;
     }
-    if (offer) t.wakeSender = true;  // the sender waits for the acknowledgement
     ++tail;
     ctl_->tail.store(tail, std::memory_order_release);
     moved = true;
   }
   if (moved && !t.wakeSender) {
     // A sender also waits on a full ring: it saw head - tail >= nslots for a tail from before these
-    // stores. The fence pairs with the one in the sender's arm() (store head; arm; load tail):
-    // either it sees the new tail, or this load sees the head that filled the ring.
+    // stores, so it had published message firstTail + nslots - 1. The fence pairs with the one in
+    // the sender's arm() (publish; arm; load tail): either it sees the new tail, or this load sees
+    // the slot that filled the ring.
     std::atomic_thread_fence(std::memory_order_seq_cst);
-    if (ctl_->head.load(std::memory_order_relaxed) - firstTail >= nslots_) t.wakeSender = true;
+    const uint64_t last = firstTail + nslots_ - 1;
+    if (slotSeq(last) == last + 1) t.wakeSender = true;
   }
   return moved;
 }

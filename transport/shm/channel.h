@@ -5,6 +5,12 @@
 // Every slot carries the total size of the message it belongs to, so a receive that does not
 // match the send in size is detected instead of silently truncating or over-reading.
 //
+// A slot also carries its own sequence number (1 + the index of the slot's message), stored last:
+// the receiver polls the slot it expects, not a shared head counter, so a small message costs it
+// one cache miss (header and data share a line), and the sender reads the receiver's tail only
+// when its cached copy says the ring is full. The sender still keeps `head` in shared memory, in a
+// line only it writes, for a reader that looks at the channel from outside.
+//
 // Single copy (rendezvous): for a large message the sender may publish one slot holding only the
 // address of its buffer; the receiver copies the whole message straight from the sender's memory
 // (cross-memory attach, cma.h) and consumes the slot, which is the sender's acknowledgement. The
@@ -22,7 +28,7 @@
 namespace conflux::shm {
 
 struct alignas(64) ChannelControl {
-  std::atomic<uint64_t> head{0};  // slots published by the sender
+  std::atomic<uint64_t> head{0};  // slots published by the sender (the slots' own numbers are the signal)
   char pad0[56];
   std::atomic<uint64_t> tail{0};  // slots consumed by the receiver
   char pad1[56];
@@ -59,21 +65,27 @@ class Channel {
  private:
   static constexpr size_t kHeaderBytes = 64;
   struct SlotHeader {
+    uint64_t seq;  // 1 + the index of the message in this slot; stored last, with release
     uint64_t messageBytes;
-    uint64_t chunkBytes;  // 0: a single-copy offer
-    uint64_t address;     // the offer: the sender's buffer
+    uint64_t chunkBytes;  // 0: a single-copy offer, whose data is the sender's buffer address
   };
   // A chunk this small travels in the header's cache line, right after it: its reader takes one
   // miss, not two. Larger chunks start at kHeaderBytes, aligned.
   static constexpr size_t kInlineBytes = kHeaderBytes - sizeof(SlotHeader);
   static size_t dataOffset(size_t chunkBytes) { return chunkBytes <= kInlineBytes ? sizeof(SlotHeader) : kHeaderBytes; }
   bool offerSend(Transfer& t);
+  // Sender: whether slot `head` is free, reading the receiver's tail only when the cached one says no.
+  bool hasRoom(uint64_t head);
+  // Sender: fills slot `head`'s header and makes the slot visible (its data must be written already).
+  void publish(uint64_t head, size_t messageBytes, size_t chunkBytes);
+  uint64_t slotSeq(uint64_t i) const;
   std::byte* slot(uint64_t i) const { return slots_ + (i % nslots_) * slotBytes_; }
 
   ChannelControl* ctl_ = nullptr;
   std::byte* slots_ = nullptr;
   size_t nslots_ = 0;
   size_t slotBytes_ = 0;
+  uint64_t tailSeen_ = 0;  // sender: the receiver's tail when last read
 };
 
 }  // namespace conflux::shm
