@@ -127,27 +127,25 @@ Outcome Engine::runBlocking(Batch batch) {
   return done->wait();
 }
 
-Outcome Engine::runBlocking(std::unique_ptr<Op> op) {
+Outcome Engine::runBlocking(std::span<std::unique_ptr<Op>> ops) {
   flight::dumpIfRequested();
   std::unique_lock<std::mutex> lock(mu_);
   if (queue_.empty() && !busy_) {
     if (!failed_.ok()) {
-      recordRefused(std::span<const std::unique_ptr<Op>>(&op, 1));
+      recordRefused(ops);
       return Outcome{failed_.status, "communicator failed earlier: " + failed_.message};
     }
     busy_ = true;
     lock.unlock();
     static const std::vector<Stream*> kNoStreams;
-    Outcome out = execute(std::span<std::unique_ptr<Op>>(&op, 1), kNoStreams, true);
+    Outcome out = execute(ops, kNoStreams, true);
     lock.lock();
     busy_ = false;
     notifyLocked();
     return out;
   }
   lock.unlock();
-  Batch b;
-  b.ops.push_back(std::move(op));
-  return runBlocking(std::move(b));
+  return runBlocking(Batch{takeOps(ops), {}});
 }
 
 bool Engine::runItem(Item& item, const RunLimit* limit) {
@@ -220,22 +218,19 @@ void Engine::enqueue(Batch batch, std::shared_ptr<Completion> done) {
   notifyLocked();
 }
 
-void Engine::enqueue(std::unique_ptr<Op> op, Stream* stream) {
+void Engine::enqueue(std::span<std::unique_ptr<Op>> ops, Stream* stream) {
   flight::dumpIfRequested();
   std::unique_lock<std::mutex> lock(mu_);
   if (busy_ || !queue_.empty() || !failed_.ok()) {
     lock.unlock();
-    Batch b;
-    b.ops.push_back(std::move(op));
-    b.streams.push_back(stream);
-    enqueue(std::move(b), nullptr);
+    enqueue(Batch{takeOps(ops), {stream}}, nullptr);
     return;
   }
   busy_ = true;
   lock.unlock();
   const RunLimit limit{ctx_.wait().spin + kEagerYields, kEagerBusy};
   bool finished = true;
-  const Outcome out = attempt(std::span<std::unique_ptr<Op>>(&op, 1), &limit, finished);
+  const Outcome out = attempt(ops, &limit, finished);
   // Finished before the stream counted it: it concerns the stream only if it failed.
   if (finished && !out.ok()) {
     stream->enqueued();
@@ -243,8 +238,7 @@ void Engine::enqueue(std::unique_ptr<Op> op, Stream* stream) {
   }
   Item item;
   if (!finished) {
-    item.batch.ops.push_back(std::move(op));
-    item.batch.streams.push_back(stream);
+    item.batch = Batch{takeOps(ops), {stream}};
     countStreams(item);
   }
   lock.lock();
@@ -254,6 +248,10 @@ void Engine::enqueue(std::unique_ptr<Op> op, Stream* stream) {
     if (!thread_.joinable()) thread_ = std::thread(&Engine::threadMain, this);
   }
   notifyLocked();
+}
+
+std::vector<std::unique_ptr<Op>> Engine::takeOps(std::span<std::unique_ptr<Op>> ops) {
+  return std::vector<std::unique_ptr<Op>>(std::make_move_iterator(ops.begin()), std::make_move_iterator(ops.end()));
 }
 
 void Engine::drain() {

@@ -67,14 +67,17 @@ class Engine {
 
   // Runs the batch and returns its outcome.
   Outcome runBlocking(Batch batch);
-  // The same for one operation, without building a batch (the latency path).
-  Outcome runBlocking(std::unique_ptr<Op> op);
+  // The same for operations the caller holds, without building a batch (the latency path): they
+  // are moved out of `ops` only if they have to wait for work queued before them.
+  Outcome runBlocking(std::span<std::unique_ptr<Op>> ops);
+  Outcome runBlocking(std::unique_ptr<Op> op) { return runBlocking(std::span<std::unique_ptr<Op>>(&op, 1)); }
   // Queues the batch; `done` (optional) is set when it finishes. Tried here first, bounded, when
   // no thread is running this engine's work.
   void enqueue(Batch batch, std::shared_ptr<Completion> done);
-  // The same for one operation on one stream (the latency path on a stream): no batch is built
-  // unless the operation has to wait for the progress thread.
-  void enqueue(std::unique_ptr<Op> op, Stream* stream);
+  // The same for operations on one stream (the latency path on a stream): no batch is built, and
+  // nothing is moved out of `ops`, unless they have to wait for the progress thread.
+  void enqueue(std::span<std::unique_ptr<Op>> ops, Stream* stream);
+  void enqueue(std::unique_ptr<Op> op, Stream* stream) { enqueue(std::span<std::unique_ptr<Op>>(&op, 1), stream); }
   // Waits until everything queued has run.
   void drain();
   // The latched failure; else a failure of a peer that reaches this rank's next operation.
@@ -88,6 +91,8 @@ class Engine {
   Outcome attempt(std::span<std::unique_ptr<Op>> ops, const RunLimit* limit, bool& finished);
   void threadMain();
 
+  // Moves the caller's operations into a vector of their own (to queue them).
+  static std::vector<std::unique_ptr<Op>> takeOps(std::span<std::unique_ptr<Op>> ops);
   // Operations that will not run because the communicator failed earlier.
   void recordRefused(std::span<const std::unique_ptr<Op>> ops);
   // The communicator call of the first unfinished operation (Op::callSeq), for a failure.

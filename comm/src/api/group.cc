@@ -1,6 +1,7 @@
 #include "api/group.h"
 
 #include <algorithm>
+#include <utility>
 #include <vector>
 
 #include "api/handle.h"
@@ -10,19 +11,34 @@ namespace conflux::api {
 
 namespace {
 
-struct PendingOp {
+// Where an operation of the group goes.
+struct Target {
   cfxComm_t comm;
   cfxStream_t stream;
-  std::unique_ptr<Op> op;
 };
 
 struct GroupState {
   int depth = 0;
-  std::vector<PendingOp> ops;
+  std::vector<std::unique_ptr<Op>> ops;
+  std::vector<Target> targets;  // targets[i] is ops[i]'s
   Outcome error;
 };
 
-thread_local GroupState tlsGroup;
+// This thread's group. A thread_local with a constructor costs an initialisation check on every
+// access from a shared library; the plain pointer costs one lookup, and the state is made once.
+GroupState& threadGroup() {
+  thread_local GroupState* cached = nullptr;
+  if (cached == nullptr) {
+    thread_local GroupState state;
+    cached = &state;
+  }
+  return *cached;
+}
+
+void addTo(GroupState& g, cfxComm_t comm, cfxStream_t stream, std::unique_ptr<Op> op) {
+  g.ops.push_back(std::move(op));
+  g.targets.push_back(Target{comm, stream});
+}
 
 struct CommBatch {
   cfxComm_t comm;
@@ -30,16 +46,17 @@ struct CommBatch {
   bool blocking = false;
 };
 
-std::vector<CommBatch> batchesByComm(std::vector<PendingOp>& ops) {
+std::vector<CommBatch> batchesByComm(std::vector<std::unique_ptr<Op>>& ops, const std::vector<Target>& targets) {
   std::vector<CommBatch> out;
-  for (auto& p : ops) {
-    auto it = std::find_if(out.begin(), out.end(), [&](const CommBatch& b) { return b.comm == p.comm; });
-    if (it == out.end()) it = out.insert(out.end(), CommBatch{p.comm, {}, false});
-    it->batch.ops.push_back(std::move(p.op));
-    if (p.stream == nullptr) {
+  for (size_t i = 0; i < ops.size(); ++i) {
+    const Target& t = targets[i];
+    auto it = std::find_if(out.begin(), out.end(), [&](const CommBatch& b) { return b.comm == t.comm; });
+    if (it == out.end()) it = out.insert(out.end(), CommBatch{t.comm, {}, false});
+    it->batch.ops.push_back(std::move(ops[i]));
+    if (t.stream == nullptr) {
       it->blocking = true;
     } else {
-      auto* s = static_cast<Stream*>(p.stream);
+      auto* s = static_cast<Stream*>(t.stream);
       if (std::find(it->batch.streams.begin(), it->batch.streams.end(), s) == it->batch.streams.end()) {
         it->batch.streams.push_back(s);
       }
@@ -70,65 +87,66 @@ void runBatches(std::vector<CommBatch>& batches, const std::vector<std::unique_p
   first.raise();
 }
 
-// The common case (a thread's Send/Recv pairs on one communicator, on one stream or none): one
-// batch, built without the per-communicator bookkeeping below; a blocking one runs on this thread.
-bool singleTarget(const std::vector<PendingOp>& ops) {
-  for (const auto& p : ops) {
-    if (p.comm != ops[0].comm || p.stream != ops[0].stream) return false;
+// The common case (a thread's Send/Recv pairs on one communicator, on one stream or none): the
+// engine runs the group's own vector of operations, with no batch built unless they must wait.
+bool singleTarget(const std::vector<Target>& targets) {
+  for (const auto& t : targets) {
+    if (t.comm != targets[0].comm || t.stream != targets[0].stream) return false;
   }
   return true;
 }
 
-void runSingleTarget(std::vector<PendingOp>& ops) {
-  CommRef ref(ops[0].comm);
-  Batch batch;
-  batch.ops.reserve(ops.size());
-  for (auto& p : ops) batch.ops.push_back(std::move(p.op));
+void runSingleTarget(std::vector<std::unique_ptr<Op>>& ops, const Target& target) {
+  CommRef ref(target.comm);
   try {
-    if (ops[0].stream == nullptr) {
-      ref->engine().runBlocking(std::move(batch)).raise();
+    if (target.stream == nullptr) {
+      ref->engine().runBlocking(std::span<std::unique_ptr<Op>>(ops)).raise();
     } else {
-      batch.streams.push_back(static_cast<Stream*>(ops[0].stream));
-      ref->engine().enqueue(std::move(batch), nullptr);
+      ref->engine().enqueue(std::span<std::unique_ptr<Op>>(ops), static_cast<Stream*>(target.stream));
     }
   } catch (const Error& e) {
-    recordError(ops[0].comm, std::string("cfxGroupEnd: ") + e.what());
+    recordError(target.comm, std::string("cfxGroupEnd: ") + e.what());
     throw;
   }
 }
 
 }  // namespace
 
-bool inGroup() { return tlsGroup.depth > 0; }
+bool inGroup() { return threadGroup().depth > 0; }
 
-void groupStart() { ++tlsGroup.depth; }
+void groupStart() { ++threadGroup().depth; }
 
-void groupAdd(cfxComm_t comm, cfxStream_t stream, std::unique_ptr<Op> op) {
-  tlsGroup.ops.push_back(PendingOp{comm, stream, std::move(op)});
-}
+void groupAdd(cfxComm_t comm, cfxStream_t stream, std::unique_ptr<Op> op) { addTo(threadGroup(), comm, stream, std::move(op)); }
 
 void groupFail(const Outcome& error) {
-  if (tlsGroup.error.ok()) tlsGroup.error = error;
+  GroupState& g = threadGroup();
+  if (g.error.ok()) g.error = error;
 }
 
 void groupEnd() {
-  GroupState& g = tlsGroup;
+  GroupState& g = threadGroup();
   if (g.depth == 0) throw Error(Status::kInvalidUsage, "cfxGroupEnd without a matching cfxGroupStart");
   if (--g.depth > 0) return;
-  std::vector<PendingOp> ops;
+  std::vector<std::unique_ptr<Op>> ops;
+  std::vector<Target> targets;
   ops.swap(g.ops);
-  Outcome error = g.error;
-  g.error = Outcome{};
-  if (!error.ok()) throw Error(error.status, "group not run: " + error.message);
+  targets.swap(g.targets);
+  if (!g.error.ok()) {
+    Outcome error = std::exchange(g.error, Outcome{});
+    throw Error(error.status, "group not run: " + error.message);
+  }
   if (ops.empty()) return;
-  if (singleTarget(ops)) {
-    runSingleTarget(ops);
+  if (singleTarget(targets)) {
+    runSingleTarget(ops, targets[0]);
+    // Keep the capacity for this thread's next group (the operations ran or were moved out).
     ops.clear();
-    if (g.ops.empty()) g.ops.swap(ops);  // keep the capacity for the next group of this thread
+    targets.clear();
+    if (g.ops.empty()) g.ops.swap(ops);
+    if (g.targets.empty()) g.targets.swap(targets);
     return;
   }
 
-  std::vector<CommBatch> batches = batchesByComm(ops);
+  std::vector<CommBatch> batches = batchesByComm(ops, targets);
   std::vector<std::unique_ptr<CommRef>> refs;
   for (auto& b : batches) refs.push_back(std::make_unique<CommRef>(b.comm));
 
@@ -143,8 +161,8 @@ void groupEnd() {
 }
 
 void submit(cfxComm_t comm, Communicator& impl, cfxStream_t stream, std::unique_ptr<Op> op) {
-  if (inGroup()) {
-    groupAdd(comm, stream, std::move(op));
+  if (GroupState& g = threadGroup(); g.depth > 0) {
+    addTo(g, comm, stream, std::move(op));
     return;
   }
   if (stream == nullptr) {
@@ -155,18 +173,15 @@ void submit(cfxComm_t comm, Communicator& impl, cfxStream_t stream, std::unique_
 }
 
 void submitAll(cfxComm_t comm, Communicator& impl, cfxStream_t stream, std::vector<std::unique_ptr<Op>> ops) {
-  if (inGroup()) {
-    for (auto& op : ops) groupAdd(comm, stream, std::move(op));
+  if (GroupState& g = threadGroup(); g.depth > 0) {
+    for (auto& op : ops) addTo(g, comm, stream, std::move(op));
     return;
   }
-  Batch b;
-  b.ops = std::move(ops);
   if (stream == nullptr) {
-    impl.engine().runBlocking(std::move(b)).raise();
+    impl.engine().runBlocking(std::span<std::unique_ptr<Op>>(ops)).raise();
     return;
   }
-  b.streams.push_back(static_cast<Stream*>(stream));
-  impl.engine().enqueue(std::move(b), nullptr);
+  impl.engine().enqueue(std::span<std::unique_ptr<Op>>(ops), static_cast<Stream*>(stream));
 }
 
 }  // namespace conflux::api
