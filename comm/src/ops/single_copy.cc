@@ -6,6 +6,7 @@
 //            input, so no caller reuses a buffer a peer is still reading.
 // In-place AlltoAll keeps the staged path (a rank's output overwrites input its peers read).
 #include <cstring>
+#include <string>
 
 #include "ops/collective.h"
 #include "ops/single_copy.h"
@@ -15,6 +16,20 @@
 namespace conflux {
 
 namespace {
+
+// Reads local rank r's buffer. A peer that failed returns from its call and may free that buffer,
+// or exit, while this rank reads it (EFAULT, ESRCH): its failure, published before it returned,
+// is then the cause to report, not the failed copy.
+void readPeer(Context& ctx, int r, void* dst, const void* src, size_t bytes) {
+  try {
+    shm::cmaRead(ctx.pid(r), ctx.commRank(r), dst, src, bytes);
+  } catch (const Error& e) {
+    const std::string failed = e.what();
+    ctx.checkAbortAndPoison([&] { return "a copy from rank " + std::to_string(ctx.commRank(r)) + " (" + failed + ")"; },
+                            false);
+    throw;
+  }
+}
 
 class SingleCopyOp : public PhasedCollective {
  public:
@@ -39,7 +54,7 @@ class SingleCopyOp : public PhasedCollective {
           if (r == me) {
             if (send != recv + me * block) std::memcpy(recv + me * block, send, block);
           } else {
-            shm::cmaRead(ctx.pid(r), ctx.commRank(r), recv + r * block, ctx.cmaAddress(r, seq()), block);
+            readPeer(ctx, r, recv + r * block, ctx.cmaAddress(r, seq()), block);
           }
         }
         break;
@@ -49,7 +64,7 @@ class SingleCopyOp : public PhasedCollective {
           if (r == me) {
             std::memcpy(recv + me * block, send + me * block, block);
           } else {
-            shm::cmaRead(ctx.pid(r), ctx.commRank(r), recv + r * block, theirs, block);
+            readPeer(ctx, r, recv + r * block, theirs, block);
           }
         }
         break;
@@ -57,7 +72,7 @@ class SingleCopyOp : public PhasedCollective {
         if (me == a_.root) {
           if (send != recv) std::memcpy(recv, send, block);
         } else {
-          shm::cmaRead(ctx.pid(a_.root), ctx.commRank(a_.root), recv, ctx.cmaAddress(a_.root, seq()), block);
+          readPeer(ctx, a_.root, recv, ctx.cmaAddress(a_.root, seq()), block);
         }
         break;
       default:
