@@ -116,8 +116,6 @@ bool inGroup() { return threadGroup().depth > 0; }
 
 void groupStart() { ++threadGroup().depth; }
 
-void groupAdd(cfxComm_t comm, cfxStream_t stream, std::unique_ptr<Op> op) { addTo(threadGroup(), comm, stream, std::move(op)); }
-
 void groupFail(const Outcome& error) {
   GroupState& g = threadGroup();
   if (g.error.ok()) g.error = error;

@@ -19,7 +19,6 @@ namespace conflux::api {
 
 bool inGroup();
 void groupStart();
-void groupAdd(cfxComm_t comm, cfxStream_t stream, std::unique_ptr<Op> op);
 void groupFail(const Outcome& error);
 // Throws Error on failure.
 void groupEnd();
