@@ -6,9 +6,11 @@
 // What every rank must see (README, "Collectives"): the mismatched call either fails with
 // cfxInvalidUsage and leaves the output as it was, or (a rank that returned early: Broadcast's root
 // and readers and Reduce's other ranks on the latency path) succeeds with exactly the output its own
-// call would have had, from data a rank making that same call sent; and then its next call on the
-// communicator fails with cfxInvalidUsage naming the mismatch, as cfxCommGetAsyncError does. No rank
-// ever holds data nobody sent it, and nothing hangs.
+// call would have had, from data a rank making that same call sent; and then one of its next
+// CFX_RUNAHEAD calls on the communicator fails with cfxInvalidUsage naming the mismatch (each call
+// before it succeeds with exactly its own output), as cfxCommGetAsyncError does. The matrix runs
+// with the default window (32) and with 1, where the very next call fails. No rank ever holds data
+// nobody sent it, and nothing hangs.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -158,7 +160,7 @@ cfxResult_t issue(const Call& c, const void* send, void* recv, cfxComm_t comm, c
 constexpr uint8_t kSentinel = 0xA5;
 
 // One scenario on a fresh communicator: "" or what went wrong on this rank.
-std::string runScenario(const Rank& rk, Kind kind, C coll, const Path& path, bool onStream) {
+std::string runScenario(const Rank& rk, Kind kind, C coll, const Path& path, bool onStream, int window) {
   const int n = rk.nranks, me = rk.rank;
   const Call mine = callOf(kind, coll, path, me, n);
   const std::string what = std::string(kindName(kind)) + " mismatch, " + collName(coll) + ", " + path.name + " path" +
@@ -198,53 +200,67 @@ std::string runScenario(const Rank& rk, Kind kind, C coll, const Path& path, boo
     if (!untouched && !ownCall) problem = "failed but wrote an output its call does not give";
     if (firstError.find("mismatch") == std::string::npos) problem = "error does not say mismatch: " + firstError;
   }
-  // The next call fails on every rank, naming the mismatch, and so does the asynchronous error.
-  float one[3] = {1, 1, 1}, sum[3] = {-1, -1, -1};
-  cfxResult_t next = cfxAllReduce(one, sum, 3, cfxFloat32, cfxSum, comm, stream);
-  if (next == cfxSuccess && stream != nullptr) next = cfxStreamSynchronize(stream);
+  // One of the next `window` calls fails on every rank, naming the mismatch, and so does the
+  // asynchronous error; each call before it, which all ranks made alike, has exactly its output.
+  cfxResult_t next = cfxSuccess;
+  float sum[3] = {-1, -1, -1};
+  int calls = 0;
+  while (next == cfxSuccess && calls < window && problem.empty()) {
+    float one[3] = {1, 1, 1};
+    std::fill(sum, sum + 3, -1.0f);
+    next = cfxAllReduce(one, sum, 3, cfxFloat32, cfxSum, comm, stream);
+    if (next == cfxSuccess && stream != nullptr) next = cfxStreamSynchronize(stream);
+    ++calls;
+    if (next == cfxSuccess && sum[0] != static_cast<float>(n)) problem = "a call after it succeeded with a wrong output";
+  }
   const std::string nextError = cfxGetLastError(comm);
   cfxResult_t async = cfxSuccess;
   cfxCommGetAsyncError(comm, &async);
   if (problem.empty() && next != cfxInvalidUsage) {
-    problem = "the next call returned " + std::string(cfxGetErrorString(next)) + ": " + nextError;
+    problem = "the next " + std::to_string(calls) + " calls ended with " + std::string(cfxGetErrorString(next)) + ": " +
+              nextError;
   }
-  if (problem.empty() && nextError.find("mismatch") == std::string::npos) problem = "the next call's error: " + nextError;
-  if (problem.empty() && sum[0] != -1) problem = "the next call wrote its output";
+  if (problem.empty() && nextError.find("mismatch") == std::string::npos) problem = "the failing call's error: " + nextError;
+  if (problem.empty() && sum[0] != -1) problem = "the failing call wrote its output";
   if (problem.empty() && async != cfxInvalidUsage) problem = "async error " + std::string(cfxGetErrorString(async));
   if (stream != nullptr) cfxStreamDestroy(stream);
   cfxCommDestroy(comm);
   return problem.empty() ? "" : what + ": " + problem + (firstError.empty() ? "" : " (first error: " + firstError + ")");
 }
 
-void matrix(const Rank& rk, const Path& path) {
+void matrix(const Rank& rk, const Path& path, int window) {
   const C colls[] = {C::kAllReduce, C::kReduce, C::kBroadcast, C::kAllGather, C::kReduceScatter, C::kAlltoAll};
   for (C coll : colls) {
     std::vector<Kind> kinds = {Kind::kCollective, Kind::kCount, Kind::kCountAcrossPaths, Kind::kDatatype};
     if (reduces(coll)) kinds.push_back(Kind::kOp);
     if (coll == C::kBroadcast || coll == C::kReduce) kinds.push_back(Kind::kRoot);
-    for (Kind k : kinds) ASSERT_EQ(runScenario(rk, k, coll, path, false), "");
+    for (Kind k : kinds) ASSERT_EQ(runScenario(rk, k, coll, path, false, window), "");
   }
   // The same on a stream, where the error surfaces in cfxStreamSynchronize.
   for (Kind k : {Kind::kRoot, Kind::kCount}) {
-    for (C coll : {C::kBroadcast, C::kReduce}) ASSERT_EQ(runScenario(rk, k, coll, path, true), "");
+    for (C coll : {C::kBroadcast, C::kReduce}) ASSERT_EQ(runScenario(rk, k, coll, path, true, window), "");
   }
 }
 
-class Mismatch : public ::testing::TestWithParam<std::tuple<int, int>> {};
+// (ranks, path, CFX_RUNAHEAD)
+class Mismatch : public ::testing::TestWithParam<std::tuple<int, int, int>> {};
 
-TEST_P(Mismatch, FailsEveryRankAtTheLatestInItsNextCall) {
+TEST_P(Mismatch, FailsEveryRankWithinItsRunAheadWindow) {
   const int ranks = std::get<0>(GetParam());
   const Path& path = kPaths[std::get<1>(GetParam())];
+  const int window = std::get<2>(GetParam());
   RunOptions o;
-  o.env = {"CFX_TIMEOUT=20", "CFX_SHM_P2P_BYTES=1048576"};
-  runRanks(ranks, [&path](Rank& rk) { matrix(rk, path); }, o);
+  o.env = {"CFX_TIMEOUT=20", "CFX_SHM_P2P_BYTES=1048576", "CFX_RUNAHEAD=" + std::to_string(window)};
+  runRanks(ranks, [&path, window](Rank& rk) { matrix(rk, path, window); }, o);
 }
 
 // The issue's own case, by itself: two ranks each passing itself as Broadcast's root on the latency
 // path. A root reads no one and returns once it published, unless the other's call is already
-// there (then it fails at once); either way its next call fails naming the other. Seen passing
-// silently before the roots confirmed each other's calls (Engine's early op).
+// there (then it fails at once); with CFX_RUNAHEAD=1 its next call fails naming the other. Seen
+// passing silently before the roots confirmed each other's calls (Engine's early op).
 TEST(Mismatch, TwoSelfRootsOnTheLatencyPath) {
+  RunOptions o;
+  o.env = {"CFX_RUNAHEAD=1"};
   runRanks(2, [](Rank& rk) {
     std::vector<float> in(256, static_cast<float>(rk.rank + 1)), out(256, -1.0f);
     cfxResult_t r = cfxBroadcast(in.data(), out.data(), 256, cfxFloat32, rk.rank, rk.comm, nullptr);
@@ -255,15 +271,45 @@ TEST(Mismatch, TwoSelfRootsOnTheLatencyPath) {
     const std::string msg = cfxGetLastError(rk.comm);
     EXPECT_NE(msg.find("root " + std::to_string(1 - rk.rank)), std::string::npos) << msg;
     EXPECT_NE(msg.find("collective mismatch"), std::string::npos) << msg;
+  }, o);
+}
+
+// The same with the default window, where both roots may go on: each later call (Broadcasts from
+// root 0, which both agree on) returns exactly rank 0's data or fails, and the mismatch fails one of
+// the next 32 calls on both ranks, naming the other root.
+TEST(Mismatch, TwoSelfRootsWithinTheDefaultWindow) {
+  runRanks(2, [](Rank& rk) {
+    std::vector<float> in(256, static_cast<float>(rk.rank + 1)), out(256, -1.0f);
+    cfxResult_t r = cfxBroadcast(in.data(), out.data(), 256, cfxFloat32, rk.rank, rk.comm, nullptr);
+    ASSERT_TRUE(r == cfxSuccess || r == cfxInvalidUsage) << cfxGetErrorString(r);
+    ASSERT_EQ(out[255], static_cast<float>(rk.rank + 1));
+    int calls = 0;
+    while (r == cfxSuccess && calls < 32) {
+      int64_t v = rk.rank == 0 ? 1000 + calls : -1;
+      r = cfxBroadcast(&v, &v, 1, cfxInt64, 0, rk.comm, nullptr);
+      if (r == cfxSuccess) ASSERT_EQ(v, 1000 + calls) << "call " << calls;
+      ++calls;
+    }
+    ASSERT_EQ(r, cfxInvalidUsage) << cfxGetErrorString(r) << " after " << calls << " calls";
+    const std::string msg = cfxGetLastError(rk.comm);
+    EXPECT_NE(msg.find("root " + std::to_string(1 - rk.rank)), std::string::npos) << msg;
+    EXPECT_NE(msg.find("collective mismatch"), std::string::npos) << msg;
   });
 }
 
+std::string matrixName(const ::testing::TestParamInfo<std::tuple<int, int, int>>& info) {
+  return std::to_string(std::get<0>(info.param)) + "ranks_" + kPaths[std::get<1>(info.param)].name + "_runahead" +
+         std::to_string(std::get<2>(info.param));
+}
+
+// Every path with the default window (32), and the latency path, where ranks return early, with a
+// window of one call (the next call fails).
 INSTANTIATE_TEST_SUITE_P(Matrix, Mismatch,
-                         ::testing::Combine(::testing::Values(2, 3, 4), ::testing::Range(0, 6)),
-                         [](const auto& info) {
-                           return std::to_string(std::get<0>(info.param)) + "ranks_" +
-                                  kPaths[std::get<1>(info.param)].name;
-                         });
+                         ::testing::Combine(::testing::Values(2, 3, 4), ::testing::Range(0, 6), ::testing::Values(32)),
+                         matrixName);
+INSTANTIATE_TEST_SUITE_P(NextCall, Mismatch,
+                         ::testing::Combine(::testing::Values(2, 3, 4), ::testing::Values(0), ::testing::Values(1)),
+                         matrixName);
 
 }  // namespace
 }  // namespace cfxtest

@@ -1,6 +1,6 @@
 // Latency-path operations that wait for no one: Broadcast's root and Reduce's other ranks return
-// once their mailbox is published, so they run ahead of slow ranks by up to the number of
-// mailboxes, then wait for the slowest reader. Long mixed sequences (rotating roots, symmetric
+// once their mailbox is published, so they run ahead of slow ranks by up to CFX_RUNAHEAD calls
+// (default 32), then wait for the slowest reader. Long mixed sequences (rotating roots, symmetric
 // latency-path calls and staged collectives in between, one rank delayed now and then) must give
 // exact values everywhere, whichever rank is late.
 #include <gtest/gtest.h>
@@ -82,6 +82,34 @@ TEST_P(RunAheadTest, FarAheadOfTheReaders) {
     }
   });
 }
+
+// How far: with CFX_RUNAHEAD=w (0: unset), Broadcast's root returns `expect` calls while the readers
+// have not started (they sleep 400 ms), and its next call waits for them.
+void rootReturnsItsWindow(int nranks, int window, int expect) {
+  RunOptions o;
+  if (window > 0) o.env = {"CFX_RUNAHEAD=" + std::to_string(window)};
+  runRanks(nranks, [expect](Rank& rk) {
+    if (rk.nranks == 1) return;  // nobody to wait for
+    const auto t0 = std::chrono::steady_clock::now();
+    auto ms = [&] { return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count(); };
+    if (rk.rank != 0) std::this_thread::sleep_for(std::chrono::milliseconds(400));
+    for (int k = 0; k <= expect; ++k) {
+      int64_t v = rk.rank == 0 ? 1000 + k : -1;
+      CFX_ASSERT_OK(cfxBroadcast(&v, &v, 1, cfxInt64, 0, rk.comm, nullptr));
+      ASSERT_EQ(v, 1000 + k);
+      if (rk.rank != 0 || k + 1 < expect) continue;
+      if (k + 1 == expect) {
+        EXPECT_LT(ms(), 200.0) << "the root's first " << expect << " calls waited for the readers";
+      } else {
+        EXPECT_GT(ms(), 300.0) << "call " << k + 1 << " returned before the readers started";
+      }
+    }
+  }, o);
+}
+
+TEST_P(RunAheadTest, RootReturnsOneCallWithWindowOne) { rootReturnsItsWindow(GetParam(), 1, 1); }
+TEST_P(RunAheadTest, RootReturnsFiveCallsWithWindowFive) { rootReturnsItsWindow(GetParam(), 5, 5); }
+TEST_P(RunAheadTest, RootReturns32CallsByDefault) { rootReturnsItsWindow(GetParam(), 0, 32); }
 
 INSTANTIATE_TEST_SUITE_P(Ranks, RunAheadTest, ::testing::Values(1, 2, 3, 4, 7));
 

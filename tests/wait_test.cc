@@ -36,6 +36,25 @@ TEST(WaitSettings, YieldsAndSpinFollowWhetherTheRanksFit) {
   unsetenv("CFX_YIELDS");
 }
 
+TEST(WaitSettings, RunAheadWindowFromOneToTheMailboxesLessTwo) {
+  EXPECT_EQ(WaitSettings::fromEnv(0, 1).runAhead, 32);
+  setenv("CFX_RUNAHEAD", "1", 1);
+  EXPECT_EQ(WaitSettings::fromEnv(0, 1).runAhead, 1);
+  setenv("CFX_RUNAHEAD", "62", 1);
+  EXPECT_EQ(WaitSettings::fromEnv(0, 1).runAhead, 62);
+  for (const char* bad : {"0", "63", "-1", "far"}) {
+    setenv("CFX_RUNAHEAD", bad, 1);
+    try {
+      WaitSettings::fromEnv(0, 1);
+      ADD_FAILURE() << "no error for " << bad;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.status(), Status::kInvalidArgument);
+      EXPECT_NE(std::string(e.what()).find("CFX_RUNAHEAD"), std::string::npos) << e.what();
+    }
+  }
+  unsetenv("CFX_RUNAHEAD");
+}
+
 TEST(Context, AllFinishedAnswersOnlyWhatEveryRankReached) {
   TwoContexts t;
   Context& c = *t.c[0];

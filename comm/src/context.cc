@@ -30,6 +30,12 @@ WaitSettings WaitSettings::fromEnv(int timeoutMsOverride, int localRanks) {
   } else {
     w.yields = static_cast<int>(std::max<int64_t>(0, env::getInt("CFX_YIELDS")));
   }
+  const int64_t runAhead = env::getInt("CFX_RUNAHEAD");
+  if (runAhead < 1 || runAhead > kMaxRunAhead) {
+    throw Error(Status::kInvalidArgument, "CFX_RUNAHEAD must be from 1 to " + std::to_string(kMaxRunAhead) + ", not " +
+                                              std::to_string(runAhead));
+  }
+  w.runAhead = static_cast<int>(runAhead);
   double seconds = env::getDouble("CFX_TIMEOUT");
   if (seconds <= 0) throw Error(Status::kInvalidArgument, "CFX_TIMEOUT must be positive");
   w.timeout = std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));

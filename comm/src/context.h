@@ -32,6 +32,12 @@ struct WaitSettings {
   // A wait whose stall lies on another host waits this much longer than the timeout for a notice
   // from there: the ranks on that host may see the stalled rank, and their notice names it.
   std::chrono::milliseconds networkGrace{2000};
+  // Latency-path calls that may have returned before every rank's call was confirmed (CFX_RUNAHEAD,
+  // 1 to kMaxRunAhead): how far a rank may run ahead of the slowest, and how many calls later a
+  // mismatch surfaces at the latest (engine.h).
+  int runAhead = kDefaultRunAhead;
+  static constexpr int kDefaultRunAhead = 32;
+  static constexpr int kMaxRunAhead = static_cast<int>(kMailboxSlots) - 2;
   static WaitSettings fromEnv(int timeoutMsOverride, int localRanks);
 };
 
@@ -110,6 +116,7 @@ class Context {
   // the next ringAll() or flushRing(): a latency-path call finishes the previous call and publishes
   // its own in one step, so both share one fence and one look at the peers' doorbells.
   void finishOp(uint64_t seq);
+  uint64_t finishedByMe() const { return control(rank_).finished.load(std::memory_order_relaxed); }
   // Whether every rank finished operation `seq` (0: always); those that did not go to `lagging`.
   bool allFinished(uint64_t seq, std::vector<int>* lagging = nullptr) const;
 

@@ -1,5 +1,7 @@
 #include "engine.h"
 
+#include <algorithm>
+
 #include "common/log.h"
 #include "executor.h"
 
@@ -38,8 +40,10 @@ void Engine::notifyLocked() {
   }
 }
 
-uint32_t Engine::failedCallOf(std::span<std::unique_ptr<Op>> ops, const Op* early) {
-  if (early != nullptr && !early->done()) return early->callSeq();
+uint32_t Engine::failedCallOf(std::span<std::unique_ptr<Op>> ops, std::span<const std::unique_ptr<Op>> early) {
+  for (const auto& op : early) {
+    if (!op->done()) return op->callSeq();
+  }
   for (const auto& op : ops) {
     if (!op->done()) return op->callSeq();
   }
@@ -53,24 +57,25 @@ Outcome Engine::attempt(std::span<std::unique_ptr<Op>> ops, const RunLimit* limi
     for (const auto& op : ops) recorder_->started(op->flightId);
   }
   try {
-    finished = executeBatch(ctx_, ops, limit, recorder_ ? &observer_ : nullptr, early_.get());
+    finished = executeBatch(ctx_, ops, limit, recorder_ ? &observer_ : nullptr, early_);
   } catch (const Error& e) {
-    out = Outcome{e.status(), e.what(), failedCallOf(ops, early_.get())};
+    out = Outcome{e.status(), e.what(), failedCallOf(ops, early_)};
   } catch (const std::exception& e) {
-    out = Outcome{Status::kInternalError, e.what(), failedCallOf(ops, early_.get())};
+    out = Outcome{Status::kInternalError, e.what(), failedCallOf(ops, early_)};
   }
   if (out.ok() && finished) {
     if (recorder_) {
       for (const auto& op : ops) recorder_->finished(op->flightId, true);
     }
-    early_.reset();  // confirmed
-    if (ops.size() == 1 && !ops[0]->done()) {  // returned ready early: confirmed by the next batch
-      early_ = std::move(ops[0]);
-      early_->flightId = 0;  // its record is complete
+    // Confirmed calls leave (they finish in order, oldest first).
+    early_.erase(early_.begin(), std::find_if(early_.begin(), early_.end(), [](const auto& op) { return !op->done(); }));
+    if (ops.size() == 1 && !ops[0]->done()) {  // returned ready early: confirmed by later batches
+      early_.push_back(std::move(ops[0]));
+      early_.back()->flightId = 0;  // its record is complete
     }
   }
   if (!out.ok()) {
-    early_.reset();
+    early_.clear();
     logWarn(out.message);
     bool first = false;
     {

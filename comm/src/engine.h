@@ -12,9 +12,11 @@
 // later batch fails at once with the same status (as NCCL's async error), until it is destroyed.
 //
 // A batch of one collective returns once that collective is ready early (Op::readyEarly: a
-// latency-path call whose output is final before every rank has arrived). The engine keeps it and
-// confirms it first in the next batch, which cannot finish before it: a call whose peers called
-// something else fails then, at the latest.
+// latency-path call whose output is final before every rank has arrived), while fewer than
+// CFX_RUNAHEAD earlier calls await their confirmation. The engine keeps it and confirms it first
+// in later batches: each batch progresses the confirmations oldest first, and cannot finish while
+// CFX_RUNAHEAD of them (any, for a batch that may not run ahead) are left. So a call whose peers
+// called something else fails within the next CFX_RUNAHEAD calls (1: the next call) at the latest.
 #pragma once
 
 #include <condition_variable>
@@ -96,7 +98,7 @@ class Engine {
   // Operations that will not run because the communicator failed earlier.
   void recordRefused(std::span<const std::unique_ptr<Op>> ops);
   // The communicator call of the first unfinished operation (Op::callSeq), for a failure.
-  static uint32_t failedCallOf(std::span<std::unique_ptr<Op>> ops, const Op* early);
+  static uint32_t failedCallOf(std::span<std::unique_ptr<Op>> ops, std::span<const std::unique_ptr<Op>> early);
 
   Context& ctx_;
   std::function<void(const Outcome&)> onFailure_;
@@ -138,9 +140,9 @@ class Engine {
   bool busy_ = false;
   bool stop_ = false;
   Outcome failed_;  // latched fatal error
-  // The last batch's operation that returned ready early, until it is confirmed (only the thread
-  // running this engine's work touches it).
-  std::unique_ptr<Op> early_;
+  // Operations that returned ready early, oldest first, until each is confirmed (at most
+  // WaitSettings::runAhead; only the thread running this engine's work touches them).
+  std::vector<std::unique_ptr<Op>> early_;
   std::thread thread_;
 };
 

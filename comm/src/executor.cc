@@ -75,8 +75,12 @@ class RingOnExit {
 
 class BatchRunner {
  public:
-  BatchRunner(Context& ctx, std::span<const std::unique_ptr<Op>> ops, Op* pending)
-      : ctx_(ctx), ops_(ops), pending_(pending), earlyAllowed_(ops.size() == 1 && !ops[0]->isPointToPoint()) {
+  BatchRunner(Context& ctx, std::span<const std::unique_ptr<Op>> ops, std::span<const std::unique_ptr<Op>> pending)
+      : ctx_(ctx),
+        ops_(ops),
+        pending_(pending),
+        runAhead_(static_cast<size_t>(ctx.wait().runAhead)),
+        earlyAllowed_(ops.size() == 1 && !ops[0]->isPointToPoint()) {
     // Busy flags are only needed when point-to-point operations are present.
     // Peers are communicator ranks, which may exceed the local ranks of this context.
     size_t peers = 0;
@@ -91,19 +95,23 @@ class BatchRunner {
   bool step() {
     bool moved = false;
     finished_ = true;
-    bool collectiveActive = false;
     sendBusy_.clear();
     recvBusy_.clear();
-    if (pending_ != nullptr && !pending_->done()) {  // the previous call's confirmation goes first
-      finished_ = false;
-      collectiveActive = true;
-      moved |= pending_->progress(ctx_);
+    // Earlier calls' confirmations go first, oldest first; they finish in order.
+    for (; firstPending_ < pending_.size(); ++firstPending_) {
+      Op& p = *pending_[firstPending_];
+      if (!p.done()) moved |= p.progress(ctx_);
+      if (!p.done()) break;
     }
+    const size_t unconfirmed = pendingLeft();
+    if (unconfirmed > 0) finished_ = false;
+    bool collectiveActive = unconfirmed > 0;
+    const bool mayRunAhead = unconfirmed < runAhead_;
     for (auto& op : ops_) {
       if (op->done()) continue;
       finished_ = false;
       if (!op->isPointToPoint()) {
-        if (collectiveActive) continue;
+        if (collectiveActive && !(mayRunAhead && op->runsAhead())) continue;
         collectiveActive = true;
       } else {
         auto& busy = op->isSend() ? sendBusy_ : recvBusy_;
@@ -113,21 +121,26 @@ class BatchRunner {
       moved |= op->progress(ctx_);
     }
     if (moved && !finished_) finished_ = allDone();
-    if (!finished_ && earlyAllowed_ && ops_[0]->readyEarly()) finished_ = pending_ == nullptr || pending_->done();
+    if (!finished_ && earlyAllowed_ && ops_[0]->readyEarly()) finished_ = pendingLeft() < runAhead_;
     return moved;
   }
 
   bool finished() const { return finished_; }
 
+  // Earlier calls not yet confirmed (they finish in order).
+  size_t pendingLeft() const { return pending_.size() - firstPending_; }
+
   bool allDone() const {
-    if (pending_ != nullptr && !pending_->done()) return false;
+    if (pendingLeft() > 0) return false;
     return std::all_of(ops_.begin(), ops_.end(), [](auto& o) { return o->done(); });
   }
 
-  // Every unfinished operation, the previous call's confirmation first.
+  // Every unfinished operation, earlier calls' confirmations first.
   template <class F>
   void forUnfinished(F&& f) const {
-    if (pending_ != nullptr && !pending_->done()) f(*pending_);
+    for (auto& op : pending_.subspan(firstPending_)) {
+      if (!op->done()) f(*op);
+    }
     for (auto& op : ops_) {
       if (!op->done()) f(*op);
     }
@@ -191,7 +204,9 @@ class BatchRunner {
  private:
   Context& ctx_;
   std::span<const std::unique_ptr<Op>> ops_;
-  Op* pending_;
+  std::span<const std::unique_ptr<Op>> pending_;
+  size_t firstPending_ = 0;  // pending_ before it are confirmed
+  size_t runAhead_;          // calls that may await their confirmation at once (WaitSettings)
   bool earlyAllowed_;  // a batch of one collective may finish when it is ready early
   PeerFlags sendBusy_;
   PeerFlags recvBusy_;
@@ -201,7 +216,7 @@ class BatchRunner {
 }  // namespace
 
 bool executeBatch(Context& ctx, std::span<const std::unique_ptr<Op>> ops, const RunLimit* limit,
-                  const WaitObserver* observer, Op* pending) {
+                  const WaitObserver* observer, std::span<const std::unique_ptr<Op>> pending) {
   using Clock = std::chrono::steady_clock;
   BatchRunner runner(ctx, ops, pending);
   RingOnExit ringOnExit(ctx);

@@ -20,7 +20,7 @@
 namespace conflux {
 
 inline constexpr uint64_t kSegmentMagic = 0x43465853484d3031ull;  // "CFXSHM01"
-inline constexpr uint32_t kSegmentVersion = 11;
+inline constexpr uint32_t kSegmentVersion = 12;
 
 struct OpDescriptor {
   uint64_t seq = 0;
@@ -43,10 +43,11 @@ const char* collectiveName(int32_t coll);
 
 // A small-message mailbox: the data, then the call, then the sequence number that publishes both
 // (the latency path of ops/latency.cc; phased collectives announce their call here too).
-// kMailboxSlots per rank, used in turn by sequence number: a rank whose operation waits for no one
-// (Broadcast's root, Reduce's other ranks) may run that many operations ahead of a slow reader.
+// kMailboxSlots per rank, used in turn by sequence number: a rank whose operations wait for no one
+// (Broadcast's root, Reduce's other ranks) may run up to CFX_RUNAHEAD (at most kMailboxSlots - 2)
+// operations ahead of a slow reader (context.h, WaitSettings::runAhead).
 inline constexpr size_t kMailboxBytes = 1024;
-inline constexpr uint64_t kMailboxSlots = 8;
+inline constexpr uint64_t kMailboxSlots = 64;
 // The data follows the call with no gap, so a message of up to 8 bytes travels in the one cache
 // line that also holds the sequence number and the call: its reader takes one miss, not two.
 struct alignas(64) Mailbox {

@@ -64,8 +64,9 @@ def bad_input():
 
 def mismatch():
     """Ranks calling different collectives: every rank raises, naming the mismatch, at the latest
-    in its next call (a small broadcast's root waits for no one, as an eager send does: it learns of
-    the mismatch from its readers unless their calls are already there when it publishes)."""
+    in its next call here (a small broadcast's root waits for no one, as an eager send does: it
+    learns of the mismatch from its readers unless their calls are already there when it publishes;
+    they fail and make no other call, so its next call cannot complete)."""
     dist.init_process_group("conflux", timeout=datetime.timedelta(seconds=20))
     t = torch.ones(8)
     start = time.monotonic()

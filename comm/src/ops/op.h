@@ -22,6 +22,8 @@ class Op {
   // made the same call (a latency-path call that returned early, ops/latency.cc). The engine lets a
   // call that is alone in its batch return then, and confirms it in the next batch (engine.h).
   virtual bool readyEarly() const { return false; }
+  // Whether it may start while earlier calls that returned ready early are still being confirmed.
+  virtual bool runsAhead() const { return false; }
   // What the operation is waiting for, for timeout messages.
   virtual std::string describe(const Context& ctx) const = 0;
   // The local ranks whose progress this operation is blocked on now (checked for liveness).
