@@ -84,7 +84,7 @@ TEST_P(RunAheadTest, FarAheadOfTheReaders) {
 }
 
 // How far: with CFX_RUNAHEAD=w (0: unset), Broadcast's root returns `expect` calls while the readers
-// have not started (they sleep 400 ms), and its next call waits for them.
+// have not started (they sleep 600 ms), and its next call waits for them.
 void rootReturnsItsWindow(int nranks, int window, int expect) {
   RunOptions o;
   if (window > 0) o.env = {"CFX_RUNAHEAD=" + std::to_string(window)};
@@ -92,7 +92,7 @@ void rootReturnsItsWindow(int nranks, int window, int expect) {
     if (rk.nranks == 1) return;  // nobody to wait for
     const auto t0 = std::chrono::steady_clock::now();
     auto ms = [&] { return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count(); };
-    if (rk.rank != 0) std::this_thread::sleep_for(std::chrono::milliseconds(400));
+    if (rk.rank != 0) std::this_thread::sleep_for(std::chrono::milliseconds(600));
     for (int k = 0; k <= expect; ++k) {
       int64_t v = rk.rank == 0 ? 1000 + k : -1;
       CFX_ASSERT_OK(cfxBroadcast(&v, &v, 1, cfxInt64, 0, rk.comm, nullptr));
