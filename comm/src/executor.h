@@ -39,11 +39,11 @@ class WaitObserver {
 // Returns true once every operation is done; a batch of one collective also once that one is ready
 // early (Op::readyEarly: its output is final, its confirmation is left to later batches), if fewer
 // than ctx.wait().runAhead earlier calls still await theirs.
-// `pending` (optional): earlier batches' operations that returned ready early, oldest first; they are
-// progressed first, in order, and must be done before the batch is. A collective that may run ahead
-// (Op::runsAhead) starts while fewer than runAhead of them are unconfirmed; any other waits for all. With a `limit` it
-// never sleeps: once the limit is reached it returns false, and the operations keep their state for
-// a later call (possibly on another thread).
+// `pending` (optional): earlier batches' operations that returned ready early, oldest first; they
+// are progressed first, in order, and must be done before the batch is. A collective that may run
+// ahead (Op::runsAhead) starts while fewer than runAhead of them are unconfirmed; any other waits
+// for all. With a `limit` it never sleeps: once the limit is reached it returns false, and the
+// operations keep their state for a later call (possibly on another thread).
 bool executeBatch(Context& ctx, std::span<const std::unique_ptr<Op>> ops, const RunLimit* limit = nullptr,
                   const WaitObserver* observer = nullptr, std::span<const std::unique_ptr<Op>> pending = {});
 
