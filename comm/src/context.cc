@@ -52,6 +52,7 @@ Context::Context(shm::Segment segment, int rank, std::vector<pid_t> pids, WaitSe
       pids_(std::move(pids)),
       wait_(wait) {
   layout_ = Layout::fromHeader(header());
+  controls_ = reinterpret_cast<RankControl*>(segment_.data() + layout_.controlOffset());
   if (static_cast<int>(layout_.nranks) != size_) throw Error(Status::kInternalError, "segment rank count mismatch");
   channels_.reserve(static_cast<size_t>(size_) * size_);
   for (int s = 0; s < size_; ++s) {
@@ -92,10 +93,6 @@ void Context::publishBuffers(uint64_t seq, const void* send, size_t sendBytes, c
 std::byte* Context::registeredBuffer(int r, uint64_t seq, bool recv) {
   const PublishedBuffer& b = control(r).buffers[seq & 1][recv ? 1 : 0];
   return registry_.peerAddress(r, pids_[r], b, control(r).freed);
-}
-
-RankControl& Context::control(int r) const {
-  return reinterpret_cast<RankControl*>(segment_.data() + layout_.controlOffset())[r];
 }
 
 std::byte* Context::slotHalf(int r, uint64_t chunk) const {

@@ -170,7 +170,7 @@ class Context {
   bool aborted() const { return aborted_.load(std::memory_order_acquire); }
 
  private:
-  RankControl& control(int r) const;
+  RankControl& control(int r) const { return controls_[r]; }
   // The rank that stalled, in words ("" when the wait names no peer), and whether that is this
   // host's last word: false when the stall lies across the network and no local rank is stopped
   // or gone, so a notice from the other host may say more.
@@ -190,6 +190,7 @@ class Context {
 
   shm::Segment segment_;
   Layout layout_;
+  RankControl* controls_ = nullptr;  // every rank's control block in segment_ (inline: every call reads it)
   int rank_;
   int size_;
   std::vector<pid_t> pids_;

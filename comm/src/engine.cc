@@ -241,17 +241,18 @@ void Engine::enqueue(std::span<std::unique_ptr<Op>> ops, Stream* stream) {
     stream->enqueued();
     stream->completed(out);
   }
-  Item item;
-  if (!finished) {
-    item.batch = Batch{takeOps(ops), {stream}};
-    countStreams(item);
+  if (finished) {
+    lock.lock();
+    busy_ = false;
+    notifyLocked();
+    return;
   }
+  Item item{Batch{takeOps(ops), {stream}}, nullptr};
+  countStreams(item);
   lock.lock();
   busy_ = false;
-  if (!finished) {  // the progress thread goes on from where this stopped
-    queue_.push_front(std::move(item));
-    if (!thread_.joinable()) thread_ = std::thread(&Engine::threadMain, this);
-  }
+  queue_.push_front(std::move(item));  // the progress thread goes on from where this stopped
+  if (!thread_.joinable()) thread_ = std::thread(&Engine::threadMain, this);
   notifyLocked();
 }
 
