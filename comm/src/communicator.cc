@@ -230,8 +230,8 @@ cfxRedOp_t Communicator::effectiveOp(cfxRedOp_t op, cfxDataType_t type) const {
 }
 
 std::unique_ptr<Op> Communicator::collective(const CollArgs& a, const char* flightName) const {
-  const OpDescriptor d = callDescriptor(a);
-  flight::Call call{flightName ? flightName : collectiveName(d.coll), a.count, d.datatype, d.op, d.root};
+  const flight::Call call{flightName ? flightName : collectiveName(static_cast<int32_t>(a.coll)), a.count, a.datatype,
+                          reduces(a.coll) ? a.op : -1, a.root};
   if (!transport_) return recorded(makeCollective(a, tuning_, size()), call);
   const uint32_t callSeq = calls_.fetch_add(1, std::memory_order_relaxed) + 1;
   return recorded(hier::makeHierCollective(a, hier_, callSeq), call);

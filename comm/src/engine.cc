@@ -24,18 +24,49 @@ Engine::~Engine() {
   {
     std::unique_lock<std::mutex> lock(mu_);
     ++idleWaiters_;
-    idle_.wait(lock, [&] { return queue_.empty() && !busy_; });
+    setAttentionLocked();
+    idle_.wait(lock, [&] { return queue_.empty() && !busyLocked(); });
     --idleWaiters_;
     stop_ = true;
+    setAttentionLocked();
   }
   work_.notify_all();
   if (thread_.joinable()) thread_.join();
 }
 
+void Engine::setAttentionLocked() {
+  if (!queue_.empty() || !failed_.ok() || idleWaiters_ > 0 || stop_) {
+    gate_.fetch_or(kAttention, std::memory_order_acq_rel);
+  } else {
+    gate_.fetch_and(~kAttention, std::memory_order_acq_rel);
+  }
+}
+
+bool Engine::claimFast() {
+  uint32_t idle = 0;
+  return gate_.compare_exchange_strong(idle, kBusy, std::memory_order_acquire, std::memory_order_relaxed);
+}
+
+bool Engine::claimLocked() { return (gate_.fetch_or(kBusy, std::memory_order_acq_rel) & kBusy) == 0; }
+
+void Engine::releaseLocked() { gate_.fetch_and(~kBusy, std::memory_order_acq_rel); }
+
+void Engine::release() {
+  uint32_t busy = kBusy;
+  if (gate_.compare_exchange_strong(busy, 0, std::memory_order_release, std::memory_order_relaxed)) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  releaseLocked();
+  notifyLocked();
+}
+
 void Engine::notifyLocked() {
+  // kAttention first: a thread that releases without the mutex after this sees it and comes here
+  // to wake; one that released before is seen as not busy below.
+  setAttentionLocked();
+  const bool busy = busyLocked();
   if (!queue_.empty()) {
-    if (!busy_) work_.notify_one();
-  } else if (!busy_ && idleWaiters_ > 0) {
+    if (!busy) work_.notify_one();
+  } else if (!busy && idleWaiters_ > 0) {
     idle_.notify_all();
   }
 }
@@ -82,6 +113,7 @@ Outcome Engine::attempt(std::span<std::unique_ptr<Op>> ops, const RunLimit* limi
       std::lock_guard<std::mutex> lock(mu_);
       first = failed_.ok();
       if (first) failed_ = out;
+      setAttentionLocked();  // no call claims the engine past the failure
     }
     if (first && onFailure_ && out.status != Status::kInvalidArgument) onFailure_(out);
   }
@@ -113,16 +145,15 @@ Outcome Engine::execute(std::span<std::unique_ptr<Op>> ops, const std::vector<St
 Outcome Engine::runBlocking(Batch batch) {
   flight::dumpIfRequested();
   std::unique_lock<std::mutex> lock(mu_);
-  if (queue_.empty() && !busy_) {
-    if (!failed_.ok()) {
-      recordRefused(batch.ops);
-      return Outcome{failed_.status, "communicator failed earlier: " + failed_.message};
-    }
-    busy_ = true;
+  if (queue_.empty() && !busyLocked() && !failed_.ok()) {
+    recordRefused(batch.ops);
+    return Outcome{failed_.status, "communicator failed earlier: " + failed_.message};
+  }
+  if (queue_.empty() && claimLocked()) {
     lock.unlock();
     Outcome out = execute(batch.ops, batch.streams, true);
     lock.lock();
-    busy_ = false;
+    releaseLocked();
     notifyLocked();
     return out;
   }
@@ -134,22 +165,12 @@ Outcome Engine::runBlocking(Batch batch) {
 
 Outcome Engine::runBlocking(std::span<std::unique_ptr<Op>> ops) {
   flight::dumpIfRequested();
-  std::unique_lock<std::mutex> lock(mu_);
-  if (queue_.empty() && !busy_) {
-    if (!failed_.ok()) {
-      recordRefused(ops);
-      return Outcome{failed_.status, "communicator failed earlier: " + failed_.message};
-    }
-    busy_ = true;
-    lock.unlock();
+  if (claimFast()) {  // idle, nothing queued, no failure: run here
     static const std::vector<Stream*> kNoStreams;
     Outcome out = execute(ops, kNoStreams, true);
-    lock.lock();
-    busy_ = false;
-    notifyLocked();
+    release();
     return out;
   }
-  lock.unlock();
   return runBlocking(Batch{takeOps(ops), {}});
 }
 
@@ -188,7 +209,7 @@ void Engine::enqueue(Batch batch, std::shared_ptr<Completion> done) {
   flight::dumpIfRequested();
   Item item{std::move(batch), std::move(done)};
   std::unique_lock<std::mutex> lock(mu_);
-  if (busy_) {
+  if (!claimLocked()) {
     lock.unlock();
     countStreams(item);
     lock.lock();
@@ -199,7 +220,6 @@ void Engine::enqueue(Batch batch, std::shared_ptr<Completion> done) {
   }
   // No thread runs this engine's work: run it here. Queued work the progress thread has not
   // started yet goes first, so the order is kept.
-  busy_ = true;
   std::vector<Item> earlier;
   if (!queue_.empty()) {
     earlier.assign(std::make_move_iterator(queue_.begin()), std::make_move_iterator(queue_.end()));
@@ -212,27 +232,25 @@ void Engine::enqueue(Batch batch, std::shared_ptr<Completion> done) {
   bool stalled = ran < earlier.size() || !runItem(item, &limit);
   if (stalled) countStreams(item);
   lock.lock();
-  busy_ = false;
   if (stalled) {
     // The peers are not there yet: the progress thread goes on from where this stopped, ahead of
-    // anything queued meanwhile.
+    // anything queued meanwhile (queued, and kAttention set, before the engine is released, so no
+    // call claims it in between).
     queue_.push_front(std::move(item));
     for (size_t i = earlier.size(); i > ran; --i) queue_.push_front(std::move(earlier[i - 1]));
+    setAttentionLocked();
     if (!thread_.joinable()) thread_ = std::thread(&Engine::threadMain, this);
   }
+  releaseLocked();
   notifyLocked();
 }
 
 void Engine::enqueue(std::span<std::unique_ptr<Op>> ops, Stream* stream) {
   flight::dumpIfRequested();
-  std::unique_lock<std::mutex> lock(mu_);
-  if (busy_ || !queue_.empty() || !failed_.ok()) {
-    lock.unlock();
+  if (!claimFast()) {  // busy, queued work, a failure or a waiter: the queue's path
     enqueue(Batch{takeOps(ops), {stream}}, nullptr);
     return;
   }
-  busy_ = true;
-  lock.unlock();
   const RunLimit limit{ctx_.wait().spin + kEagerYields, kEagerBusy};
   bool finished = true;
   const Outcome out = attempt(ops, &limit, finished);
@@ -242,16 +260,15 @@ void Engine::enqueue(std::span<std::unique_ptr<Op>> ops, Stream* stream) {
     stream->completed(out);
   }
   if (finished) {
-    lock.lock();
-    busy_ = false;
-    notifyLocked();
+    release();
     return;
   }
   Item item{Batch{takeOps(ops), {stream}}, nullptr};
   countStreams(item);
-  lock.lock();
-  busy_ = false;
+  std::lock_guard<std::mutex> lock(mu_);
   queue_.push_front(std::move(item));  // the progress thread goes on from where this stopped
+  setAttentionLocked();                // before the release, so no call claims the engine first
+  releaseLocked();
   if (!thread_.joinable()) thread_ = std::thread(&Engine::threadMain, this);
   notifyLocked();
 }
@@ -263,8 +280,10 @@ std::vector<std::unique_ptr<Op>> Engine::takeOps(std::span<std::unique_ptr<Op>> 
 void Engine::drain() {
   std::unique_lock<std::mutex> lock(mu_);
   ++idleWaiters_;
-  idle_.wait(lock, [&] { return queue_.empty() && !busy_; });
+  setAttentionLocked();
+  idle_.wait(lock, [&] { return queue_.empty() && !busyLocked(); });
   --idleWaiters_;
+  setAttentionLocked();
 }
 
 Outcome Engine::asyncError() const {
@@ -282,16 +301,18 @@ Outcome Engine::asyncError() const {
 void Engine::threadMain() {
   std::unique_lock<std::mutex> lock(mu_);
   for (;;) {
-    work_.wait(lock, [&] { return stop_ || (!queue_.empty() && !busy_); });
+    work_.wait(lock, [&] { return stop_ || (!queue_.empty() && !busyLocked()); });
     if (stop_ && queue_.empty()) return;
+    // Not busy, and no call claims it while work is queued (kAttention): this claim succeeds.
+    if (!claimLocked()) continue;
     Item item = std::move(queue_.front());
     queue_.pop_front();
-    busy_ = true;
+    setAttentionLocked();
     lock.unlock();
     Outcome out = execute(item.batch.ops, item.batch.streams, false);
     if (item.done) item.done->set(out);
     lock.lock();
-    busy_ = false;
+    releaseLocked();
     notifyLocked();
   }
 }

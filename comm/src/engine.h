@@ -19,6 +19,7 @@
 // called something else fails within the next CFX_RUNAHEAD calls (1: the next call) at the latest.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <deque>
 #include <functional>
@@ -111,10 +112,26 @@ class Engine {
     }
     flight::Recorder* rec;
   } observer_;
-  // Wakes the waiters the state now concerns (called with mu_ held, after busy_ or queue_ changed):
-  // the progress thread when there is queued work, drain() and the destructor when all is done.
-  // Nobody is woken for nothing: on the stream path an idle progress thread costs no wake-up.
+  // Wakes the waiters the state now concerns (called with mu_ held, after the gate or queue_
+  // changed; it sets kAttention first): the progress thread when there is queued work, drain() and
+  // the destructor when all is done. Nobody is woken for nothing: on the stream path an idle
+  // progress thread costs no wake-up.
   void notifyLocked();
+
+  // Who runs this engine's work, as one word a caller can claim without the mutex. kBusy: a thread
+  // runs it. kAttention: something needs the mutex's path (queued work, a latched failure, a thread
+  // waiting for the engine to go idle, the destructor); it changes only under mu_. A call that
+  // finds the word 0 claims kBusy with one compare-and-swap and gives it back with another (two
+  // atomic operations where the mutex took four, on every latency-path call); a release that finds
+  // kAttention set takes mu_ and wakes whoever waits.
+  static constexpr uint32_t kBusy = 1;
+  static constexpr uint32_t kAttention = 2;
+  bool claimFast();
+  bool claimLocked();  // mu_ held; false when another thread runs the work
+  bool busyLocked() const { return (gate_.load(std::memory_order_acquire) & kBusy) != 0; }
+  void release();        // mu_ not held
+  void releaseLocked();  // mu_ held (call notifyLocked after)
+  void setAttentionLocked();
 
   mutable std::mutex mu_;
   std::condition_variable work_;  // the progress thread waits here
@@ -137,7 +154,7 @@ class Engine {
   // (stream work must overlap with the caller's computation).
   static constexpr std::chrono::microseconds kEagerBusy{50};
   std::deque<Item> queue_;
-  bool busy_ = false;
+  std::atomic<uint32_t> gate_{0};
   bool stop_ = false;
   Outcome failed_;  // latched fatal error
   // Operations that returned ready early, oldest first, until each is confirmed (at most

@@ -11,8 +11,7 @@ OpDescriptor callDescriptor(const CollArgs& a) {
   OpDescriptor d;
   d.coll = static_cast<int32_t>(a.coll);
   d.datatype = a.datatype;
-  bool reduces = a.coll == Coll::kAllReduce || a.coll == Coll::kReduce || a.coll == Coll::kReduceScatter;
-  d.op = reduces ? a.op : -1;
+  d.op = reduces(a.coll) ? a.op : -1;
   d.root = a.root;
   d.count = a.count;
   d.outer = a.outerCall;

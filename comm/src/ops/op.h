@@ -68,6 +68,9 @@ struct CollArgs {
   bool agreeOnBuffers = false;
 };
 
+// Whether collective `c` applies a reduction op.
+inline bool reduces(Coll c) { return c == Coll::kAllReduce || c == Coll::kReduce || c == Coll::kReduceScatter; }
+
 // Everything ranks must agree on for a collective call (collective, datatype, op where it
 // reduces, root where it has one, count); `seq` is filled in when the call starts.
 OpDescriptor callDescriptor(const CollArgs& a);
