@@ -54,4 +54,10 @@ if [ -n "$only" ]; then labels=(-L "^${only}\$"); fi
 exclude=()
 others='(Reduce|Broadcast|AllGather|ReduceScatter|AlltoAll)_8ranks'
 if [ -n "$sanitize" ]; then exclude=(-E "[_/][67]ranks|/[67]( |\$)|ForcedAlgorithms/.*/${others}|LargeCount/${others}"); fi
-ctest -j"$jobs" --output-on-failure --timeout 600 --no-tests=error "${labels[@]}" "${exclude[@]}"
+# CI keeps the head and the tail of the output: a failure's digest goes last, where the tail shows it.
+rc=0
+ctest -j"$jobs" --output-on-failure --timeout 600 --no-tests=error "${labels[@]}" "${exclude[@]}" || rc=$?
+if [ "$rc" -ne 0 ]; then
+  python3 ../tools/failure-digest.py Testing/Temporary/LastTest.log || true
+fi
+exit "$rc"

@@ -351,16 +351,16 @@ class UcxTransport final : public Transport {
       op->req->fail(Status::kInvalidUsage, setup_.describeRank(op->peer) +
                                                " sent a message larger than the matching receive (" +
                                                std::to_string(op->bytes) + " bytes; mismatched calls)");
-    } else if (st != UCS_OK && op->send && !lost_.count(op->peer)) {
-      // Perhaps the peer closed normally after consuming this message and its goodbye is still on
-      // its way: decide in handleLosses.
-      deferredSends_.push_back(DeferredSend{op->req, op->peer, op->bytes, st,
-                                            std::chrono::steady_clock::now() + std::chrono::milliseconds(100)});
+    } else if (st != UCS_OK && !lost_.count(op->peer)) {
+      // The endpoint failed, and its error callback may not have run yet. Decide in handleLosses,
+      // after a moment for a notice or goodbye from that peer: a send the peer consumed before it
+      // closed normally succeeded; anything else is the lost connection (the same words as the
+      // endpoint's error, not UCX's status alone: a link that came back surfaced here as "transfer
+      // failed: Endpoint timeout", naming neither a timeout nor a loss, in MultiHostFault.LinkCut).
+      deferred_.push_back(Deferred{op->req, op->peer, op->bytes, op->send, st,
+                                   std::chrono::steady_clock::now() + std::chrono::milliseconds(100)});
     } else if (st != UCS_OK) {
-      auto it = lost_.find(op->peer);
-      op->req->fail(Status::kRemoteError, it != lost_.end() ? it->second
-                                                             : "NET/UCX: transfer with " + setup_.describeRank(op->peer) +
-                                                                   " failed: " + ucsError(st));
+      op->req->fail(Status::kRemoteError, lost_.at(op->peer));
     } else {
       op->req->addMoved(op->bytes);
       op->req->complete();
@@ -415,22 +415,25 @@ class UcxTransport final : public Transport {
       }
       lose(peer, why);
     }
-    for (size_t i = 0; i < deferredSends_.size();) {
-      DeferredSend& d = deferredSends_[i];
-      auto lost = lost_.find(d.peer);
-      if (bye_.count(d.peer)) {
+    for (size_t i = 0; i < deferred_.size();) {
+      Deferred& d = deferred_[i];
+      if (bye_.count(d.peer) && d.send) {
         d.req->addMoved(d.bytes);
         d.req->complete();
-      } else if (lost != lost_.end() || std::chrono::steady_clock::now() >= d.deadline) {
-        d.req->fail(Status::kRemoteError, lost != lost_.end() ? lost->second
-                                                              : "NET/UCX: transfer with " + setup_.describeRank(d.peer) +
-                                                                    " failed: " + ucsError(d.status));
+      } else if (bye_.count(d.peer) || lost_.count(d.peer) || std::chrono::steady_clock::now() >= d.deadline) {
+        if (!lost_.count(d.peer)) {
+          lose(d.peer, bye_.count(d.peer) ? setup_.describeRank(d.peer) +
+                                                " closed its communicator while this rank still expected data from it"
+                                          : "lost the connection to " + setup_.describeRank(d.peer) + ": " +
+                                                ucsError(d.status));
+        }
+        d.req->fail(Status::kRemoteError, lost_.at(d.peer));
       } else {
         ++i;
         continue;
       }
       changed_ = true;
-      deferredSends_.erase(deferredSends_.begin() + static_cast<std::ptrdiff_t>(i));
+      deferred_.erase(deferred_.begin() + static_cast<std::ptrdiff_t>(i));
     }
   }
 
@@ -504,8 +507,8 @@ class UcxTransport final : public Transport {
     for (void* r : closing_) ucp_request_free(r);
     closing_.clear();
     for (auto& [op, p] : inflight_) op->req->fail(Status::kRemoteError, "the transport was closed");
-    for (DeferredSend& d : deferredSends_) d.req->fail(Status::kRemoteError, "the transport was closed");
-    deferredSends_.clear();
+    for (Deferred& d : deferred_) d.req->fail(Status::kRemoteError, "the transport was closed");
+    deferred_.clear();
     if (setup_.wake) setup_.wake();
   }
 
@@ -533,14 +536,16 @@ class UcxTransport final : public Transport {
   std::string noticeOut_;  // receive buffers for the peers' abort notices
   std::vector<std::pair<int, std::string>> pendingLoss_;
   std::set<int> bye_;  // peers that closed normally
-  struct DeferredSend {
+  // Transfers that failed before their peer was known lost (finish), settled in handleLosses.
+  struct Deferred {
     RequestPtr req;
     int peer;
     size_t bytes;
+    bool send;
     ucs_status_t status;
     std::chrono::steady_clock::time_point deadline;
   };
-  std::vector<DeferredSend> deferredSends_;
+  std::vector<Deferred> deferred_;
   bool changed_ = false;
   bool shutDown_ = false;
 
