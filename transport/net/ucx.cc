@@ -337,7 +337,7 @@ class UcxTransport final : public Transport {
         } else {
           NoticeFailure f = noticeFailure(std::string(buf.c_str()), setup_.describeRank(op->peer));
           if (rootCause_.empty()) rootCause_ = f.root;
-          lose(op->peer, f.message, true);
+          lose(op->peer, f.message);
         }
       }
       release(op);
@@ -439,8 +439,7 @@ class UcxTransport final : public Transport {
 
   // Marks a peer lost and cancels its pending receives (sends on the failed endpoint complete
   // with an error by themselves).
-  void lose(int peer, const std::string& why, bool fromNotice = false) {
-    (void)fromNotice;
+  void lose(int peer, const std::string& why) {
     if (lost_.count(peer)) return;
     lost_[peer] = why;
     logInfo("NET/UCX rank " + std::to_string(setup_.rank) + ": " + why);
