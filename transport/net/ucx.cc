@@ -410,10 +410,7 @@ class UcxTransport final : public Transport {
       while (!lost_.count(peer) && !bye_.count(peer) && std::chrono::steady_clock::now() < deadline) {
         ucp_worker_progress(worker_);
       }
-      if (bye_.count(peer)) {
-        why = setup_.describeRank(peer) + " closed its communicator while this rank still expected data from it";
-      }
-      lose(peer, why);
+      lose(peer, bye_.count(peer) ? closedEarly(peer) : why);
     }
     for (size_t i = 0; i < deferred_.size();) {
       Deferred& d = deferred_[i];
@@ -422,8 +419,7 @@ class UcxTransport final : public Transport {
         d.req->complete();
       } else if (bye_.count(d.peer) || lost_.count(d.peer) || std::chrono::steady_clock::now() >= d.deadline) {
         if (!lost_.count(d.peer)) {
-          lose(d.peer, bye_.count(d.peer) ? setup_.describeRank(d.peer) +
-                                                " closed its communicator while this rank still expected data from it"
+          lose(d.peer, bye_.count(d.peer) ? closedEarly(d.peer)
                                           : "lost the connection to " + setup_.describeRank(d.peer) + ": " +
                                                 ucsError(d.status));
         }
@@ -435,6 +431,11 @@ class UcxTransport final : public Transport {
       changed_ = true;
       deferred_.erase(deferred_.begin() + static_cast<std::ptrdiff_t>(i));
     }
+  }
+
+  // Why a peer that said goodbye fails what this rank still waits for from it.
+  std::string closedEarly(int peer) const {
+    return setup_.describeRank(peer) + " closed its communicator while this rank still expected data from it";
   }
 
   // Marks a peer lost and cancels its pending receives (sends on the failed endpoint complete
