@@ -8,6 +8,7 @@
 
 #include "reduce/exact_impl.h"
 #include "reduce/float_formats.h"
+#include "reduce/fp8_simd.h"
 #include "reduce/kernels.h"
 #include "reduce/narrow_simd.h"
 
@@ -51,12 +52,18 @@ struct Bf16Traits {
 };
 template <class Tr>
 concept HasSimd = requires { typename Tr::Simd; };
+// fp8 widens through fp16's conversion instructions where the instruction set has them (fp8_simd.h).
 template <bool E4M3>
 struct Fp8Traits {
   using Store = uint8_t;
   using Acc = float;
   static Acc load(Store v) { return fp8ToFloat(v, E4M3 ? kE4M3 : kE5M2); }
   static Store store(Acc v) { return fp8Encode(v, E4M3 ? kE4M3 : kE5M2); }
+#if defined(CONFLUX_NARROW_SIMD512)
+  using Simd = Fp8Simd512<E4M3>;
+#elif defined(CONFLUX_NARROW_SIMD)
+  using Simd = Fp8Simd<E4M3>;
+#endif
 };
 
 template <class A, cfxRedOp_t Op>

@@ -24,6 +24,7 @@ namespace {
 // Each type moves 16 elements per step as two vectors of 8 floats. The lanes' order inside the pair
 // is the type's own business: an element-wise reduction only needs store to undo load.
 struct HalfSimd {
+  using Store = uint16_t;
   using F = __m256;
   static constexpr int kStep = 16;
   static void load(const uint16_t* p, __m256& lo, __m256& hi) {
@@ -48,6 +49,7 @@ struct HalfSimd {
 // in two instructions, in the order 0-3 8-11 | 4-7 12-15; packus of the two halves, after rounding
 // and shifting down, restores 0-15 exactly, so no cross-lane permute is needed either way.
 struct Bf16Simd {
+  using Store = uint16_t;
   using F = __m256;
   static constexpr int kStep = 16;
   static void load(const uint16_t* p, __m256& lo, __m256& hi) {
@@ -77,6 +79,7 @@ struct Bf16Simd {
 // The same with 512-bit vectors, 32 elements per step (the AVX-512 translation unit). unpack and
 // packus work within 128-bit lanes at every width, so bf16 keeps its two-instruction widening.
 struct HalfSimd512 {
+  using Store = uint16_t;
   using F = __m512;
   static constexpr int kStep = 32;
   static void load(const uint16_t* p, __m512& lo, __m512& hi) {
@@ -97,6 +100,7 @@ struct HalfSimd512 {
 };
 
 struct Bf16Simd512 {
+  using Store = uint16_t;
   using F = __m512;
   static constexpr int kStep = 32;
   static void load(const uint16_t* p, __m512& lo, __m512& hi) {
@@ -165,13 +169,14 @@ F combineV(F a, F b) {
 
 // N sources (0: any number, given by nsrc), V::kStep elements per step.
 template <class V, cfxRedOp_t Op, int N, class Combine, class Divide, class Widen, class Narrow>
-void reduceNarrowSimd(uint16_t* __restrict dst, const void* const* srcsv, int nsrc, size_t count, int divisor,
+void reduceNarrowSimd(typename V::Store* __restrict dst, const void* const* srcsv, int nsrc, size_t count, int divisor,
                       Combine combine, Divide divide, Widen widen, Narrow narrow) {
+  using S = typename V::Store;
   constexpr int kMax = 8;
   const int n = N > 0 ? N : nsrc;
-  const uint16_t* s[kMax];
-  for (int k = 0; k < (N > 0 ? N : 1); ++k) s[k] = static_cast<const uint16_t*>(srcsv[k]);
-  auto src = [&](int k) { return N > 0 ? s[k] : static_cast<const uint16_t*>(srcsv[k]); };
+  const S* s[kMax];
+  for (int k = 0; k < (N > 0 ? N : 1); ++k) s[k] = static_cast<const S*>(srcsv[k]);
+  auto src = [&](int k) { return N > 0 ? s[k] : static_cast<const S*>(srcsv[k]); };
   using F = typename V::F;
   F div;
   vset1(div, static_cast<float>(divisor));
@@ -201,7 +206,7 @@ void reduceNarrowSimd(uint16_t* __restrict dst, const void* const* srcsv, int ns
 // `c` and `d` are the portable kernels' scalar operations, `w` and `nw` the type's scalar
 // conversions, for the tail.
 template <class V, cfxRedOp_t Op, class Combine, class Divide, class Widen, class Narrow>
-void reduceNarrowSimd(uint16_t* dst, const void* const* srcs, int nsrc, size_t count, int divisor, Combine c, Divide d,
+void reduceNarrowSimd(typename V::Store* dst, const void* const* srcs, int nsrc, size_t count, int divisor, Combine c, Divide d,
                       Widen w, Narrow nw) {
   switch (nsrc) {
     case 1: return reduceNarrowSimd<V, Op, 1>(dst, srcs, nsrc, count, divisor, c, d, w, nw);
