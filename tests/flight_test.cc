@@ -139,5 +139,40 @@ TEST(Flight, SkippedCollectiveIsNamedByTheDoctor) {
   std::filesystem::remove_all(dir);
 }
 
+// Small grouped Send/Recv run on the caller's stack (Engine::runQuick) are recorded like any
+// operation: three exchanges around a ring of 3, then rank 2 leaves. Rank 0's fourth receive
+// (from rank 2) fails, and its dump holds its four sends done, three receives done and the fourth
+// failed.
+TEST(Flight, QuickSendRecvAreRecorded) {
+  const std::string dir = dumpDir();
+  ASSERT_FALSE(dir.empty());
+  RunOptions o;
+  o.env = {"CFX_TIMEOUT=3", "CFX_DEBUG_DUMP_DIR=" + dir};
+  runRanks(3, [&](Rank& rk) {
+    const int next = (rk.rank + 1) % 3, prev = (rk.rank + 2) % 3;
+    double out = rk.rank, in = -1;
+    const int calls = rk.rank == 2 ? 3 : 4;
+    cfxResult_t r = cfxSuccess;
+    for (int i = 0; i < calls && r == cfxSuccess; ++i) {
+      CFX_ASSERT_OK(cfxGroupStart());
+      CFX_ASSERT_OK(cfxSend(&out, 1, cfxFloat64, next, rk.comm, nullptr));
+      CFX_ASSERT_OK(cfxRecv(&in, 1, cfxFloat64, prev, rk.comm, nullptr));
+      r = cfxGroupEnd();
+    }
+    if (rk.rank != 0) return;
+    EXPECT_TRUE(r == cfxRemoteError || r == cfxTimeout) << cfxGetLastError(rk.comm);
+    const std::string dump = readFile(ownDumpFile(dir));
+    for (int seq = 1; seq <= 4; ++seq) {
+      const std::string send = "\"seq\": " + std::to_string(seq) + ", \"op\": \"Send\", \"p2p\": true, \"count\": 8, " +
+                               "\"peer\": 1, \"state\": \"done\"";
+      EXPECT_NE(dump.find(send), std::string::npos) << send << " not in " << dump;
+      const std::string recv = "\"seq\": " + std::to_string(seq) + ", \"op\": \"Recv\", \"p2p\": true, \"count\": 8, " +
+                               "\"peer\": 2, \"state\": \"" + (seq < 4 ? "done" : "failed") + "\"";
+      EXPECT_NE(dump.find(recv), std::string::npos) << recv << " not in " << dump;
+    }
+  }, o);
+  if (!isRankProcess()) std::filesystem::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace cfxtest

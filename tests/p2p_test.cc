@@ -61,6 +61,35 @@ void ringFifoOrder(int nranks, const RunOptions& o = {}) {
 }
 TEST_P(P2pTest, RingFifoOrder) { ringFifoOrder(GetParam()); }
 
+// Small grouped exchanges with both neighbours, call after call, blocking and on a stream: the
+// express path of small transfers (executor.cc) must finish every one before the group returns
+// (blocking) or the stream synchronises. Sizes around the express limit (4 KiB) and a channel slot.
+TEST_P(P2pTest, SmallGroupedExchangesCallAfterCall) {
+  runRanks(GetParam(), [](Rank& rk) {
+    const int next = (rk.rank + 1) % rk.nranks, prev = (rk.rank + rk.nranks - 1) % rk.nranks;
+    const size_t sizes[] = {1, 8, 63, 64, 4096, 4097};
+    cfxStream_t stream = nullptr;
+    CFX_ASSERT_OK(cfxStreamCreate(&stream));
+    for (int it = 0; it < 120; ++it) {
+      const size_t bytes = sizes[it % 6];
+      const bool blocking = (it / 6) % 2 == 0;
+      std::vector<uint8_t> toNext = message(rk.rank, next, it, bytes), toPrev = message(rk.rank, prev, it + 1000, bytes);
+      std::vector<uint8_t> fromPrev(bytes), fromNext(bytes);
+      cfxStream_t s = blocking ? nullptr : stream;
+      CFX_ASSERT_OK(cfxGroupStart());
+      CFX_ASSERT_OK(cfxSend(toNext.data(), bytes, cfxUint8, next, rk.comm, s));
+      CFX_ASSERT_OK(cfxRecv(fromPrev.data(), bytes, cfxUint8, prev, rk.comm, s));
+      CFX_ASSERT_OK(cfxSend(toPrev.data(), bytes, cfxUint8, prev, rk.comm, s));
+      CFX_ASSERT_OK(cfxRecv(fromNext.data(), bytes, cfxUint8, next, rk.comm, s));
+      CFX_ASSERT_OK(cfxGroupEnd());
+      if (!blocking) CFX_ASSERT_OK(cfxStreamSynchronize(stream));
+      ASSERT_EQ(fromPrev, message(prev, rk.rank, it, bytes)) << "call " << it << ", " << bytes << " bytes";
+      ASSERT_EQ(fromNext, message(next, rk.rank, it + 1000, bytes)) << "call " << it << ", " << bytes << " bytes";
+    }
+    CFX_ASSERT_OK(cfxStreamDestroy(stream));
+  });
+}
+
 // A collective and point-to-point operations in one group.
 TEST_P(P2pTest, CollectiveInsideGroup) {
   runRanks(GetParam(), [](Rank& rk) {

@@ -250,6 +250,20 @@ std::unique_ptr<Op> Communicator::recv(void* buf, size_t bytes, int peer) const 
   return recorded(hier::makeHierRecv(hier_, buf, bytes, peer), call);
 }
 
+std::optional<P2pOp> Communicator::quickSend(const void* buf, size_t bytes, int peer) const {
+  if (transport_ || bytes > P2pOp::kQuickBytes || (peer != rank() && tuning_.p2pSingleCopy(bytes))) return std::nullopt;
+  return P2pOp::send(buf, bytes, peer, peer, false);
+}
+
+std::optional<P2pOp> Communicator::quickRecv(void* buf, size_t bytes, int peer) const {
+  if (transport_ || bytes > P2pOp::kQuickBytes) return std::nullopt;
+  return P2pOp::recv(buf, bytes, peer, peer);
+}
+
+std::unique_ptr<Op> Communicator::recordQuick(const P2pOp& op) const {
+  return recorded(std::make_unique<P2pOp>(op), op.flightCall());
+}
+
 void Communicator::runInternal(Coll coll, const void* send, void* recv, size_t count, cfxRedOp_t op,
                                cfxDataType_t type) {
   Batch b;

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -78,6 +79,13 @@ class Communicator {
   // (CFX_CMA, CFX_CMA_MIN_BYTES) rather than as Send does (CFX_P2P_CMA_MIN_BYTES).
   std::unique_ptr<Op> send(const void* buf, size_t bytes, int peer, bool ofCollective = false) const;
   std::unique_ptr<Op> recv(void* buf, size_t bytes, int peer) const;
+  // The same as values a group may keep and run on the caller's stack (Engine::runQuick), when
+  // this rank can: a communicator on one host, a transfer no larger than P2pOp::kQuickBytes, no
+  // single copy. Else nullopt. Not recorded yet (recordQuick, or the engine when it runs them).
+  std::optional<P2pOp> quickSend(const void* buf, size_t bytes, int peer) const;
+  std::optional<P2pOp> quickRecv(void* buf, size_t bytes, int peer) const;
+  // A quick transfer that takes the usual path after all, as an operation with its flight record.
+  std::unique_ptr<Op> recordQuick(const P2pOp& op) const;
 
   // Makes every pending and future operation fail with kAborted (callable from any thread).
   void abort();

@@ -7,6 +7,14 @@
 
 namespace conflux {
 
+namespace {
+// The streams of work that was never queued (it ran on the caller's thread).
+const std::vector<Stream*>& noStreams() {
+  static const std::vector<Stream*> none;
+  return none;
+}
+}  // namespace
+
 void Completion::set(const Outcome& o) {
   std::lock_guard<std::mutex> lock(mu_);
   outcome_ = o;
@@ -166,8 +174,7 @@ Outcome Engine::runBlocking(Batch batch) {
 Outcome Engine::runBlocking(std::span<std::unique_ptr<Op>> ops) {
   flight::dumpIfRequested();
   if (claimFast()) {  // idle, nothing queued, no failure: run here
-    static const std::vector<Stream*> kNoStreams;
-    Outcome out = execute(ops, kNoStreams, true);
+    Outcome out = execute(ops, noStreams(), true);
     release();
     return out;
   }
@@ -251,6 +258,53 @@ void Engine::enqueue(std::span<std::unique_ptr<Op>> ops, Stream* stream) {
     enqueue(Batch{takeOps(ops), {stream}}, nullptr);
     return;
   }
+  runClaimed(ops, stream);
+}
+
+bool Engine::runQuick(std::span<P2pOp> ops, Stream* stream, Outcome& out) {
+  flight::dumpIfRequested();
+  if (ops.size() > kQuickOps || !claimFast()) return false;
+  if (!early_.empty()) {  // the earlier calls' confirmations come first: the usual path
+    release();
+    return false;
+  }
+  Op* raw[kQuickOps];
+  for (size_t i = 0; i < ops.size(); ++i) {
+    raw[i] = &ops[i];
+    if (recorder_) ops[i].flightId = recorder_->add(ops[i].flightCall());
+  }
+  bool finished = false;
+  try {
+    finished = conflux::runQuick(ctx_, std::span<Op* const>(raw, ops.size()));
+  } catch (const std::exception&) {
+    finished = false;  // the usual path meets it again, from the same state, and reports it
+  }
+  ctx_.flushRing();
+  if (finished) {
+    if (recorder_) {
+      for (const P2pOp& op : ops) recorder_->finished(op.flightId, true);
+    }
+    release();
+    return true;
+  }
+  std::vector<std::unique_ptr<Op>> left;
+  for (const P2pOp& op : ops) {
+    if (!op.done()) {
+      left.push_back(std::make_unique<P2pOp>(op));
+    } else if (recorder_) {
+      recorder_->finished(op.flightId, true);
+    }
+  }
+  if (stream != nullptr) {
+    runClaimed(left, stream);
+    return true;
+  }
+  out = execute(left, noStreams(), true);
+  release();
+  return true;
+}
+
+void Engine::runClaimed(std::span<std::unique_ptr<Op>> ops, Stream* stream) {
   const RunLimit limit{ctx_.wait().spin + kEagerYields, kEagerBusy};
   bool finished = true;
   const Outcome out = attempt(ops, &limit, finished);

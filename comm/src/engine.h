@@ -34,6 +34,7 @@
 #include "flight/dump.h"
 #include "flight/recorder.h"
 #include "ops/op.h"
+#include "ops/p2p.h"
 #include "outcome.h"
 #include "stream.h"
 
@@ -81,6 +82,13 @@ class Engine {
   // nothing is moved out of `ops`, unless they have to wait for the progress thread.
   void enqueue(std::span<std::unique_ptr<Op>> ops, Stream* stream);
   void enqueue(std::unique_ptr<Op> op, Stream* stream) { enqueue(std::span<std::unique_ptr<Op>>(&op, 1), stream); }
+  // A group's small sends and receives, held by the caller as values (api/group.cc), run here by
+  // runQuick (executor.h) when no thread runs this engine's work, nothing is queued or failed and no
+  // earlier call awaits its confirmation; they are recorded first. Returns false, with nothing
+  // recorded or run, when they cannot be. Else true: they are done, or the ones that must wait were
+  // copied to the heap and took the usual path from where they stopped, run to the end here when
+  // `stream` is null (the outcome in `out`) or left with the progress thread for `stream`.
+  bool runQuick(std::span<P2pOp> ops, Stream* stream, Outcome& out);
   // Waits until everything queued has run.
   void drain();
   // The latched failure; else a failure of a peer that reaches this rank's next operation.
@@ -92,6 +100,9 @@ class Engine {
   // Runs ops (after confirming the previous call, if it returned early) until they finish or reach
   // `limit` (optional); latches a failure; keeps a last operation that finished early. Sets `finished`.
   Outcome attempt(std::span<std::unique_ptr<Op>> ops, const RunLimit* limit, bool& finished);
+  // enqueue(ops, stream) once the engine is claimed: tried here, bounded, then left to the progress
+  // thread; releases the engine.
+  void runClaimed(std::span<std::unique_ptr<Op>> ops, Stream* stream);
   void threadMain();
 
   // Moves the caller's operations into a vector of their own (to queue them).

@@ -240,6 +240,11 @@ bool executeBatch(Context& ctx, std::span<const std::unique_ptr<Op>> ops, const 
   using Clock = std::chrono::steady_clock;
   RingOnExit ringOnExit(ctx);
   if (ops.size() == 1 && ops[0]->runsAhead() && expressStep(ctx, *ops[0], pending)) return true;
+  if (ops.size() > 1 && ops.size() <= kQuickOps && pending.empty()) {
+    Op* raw[kQuickOps];
+    for (size_t i = 0; i < ops.size(); ++i) raw[i] = ops[i].get();
+    if (runQuick(ctx, std::span<Op* const>(raw, ops.size()))) return true;
+  }
   BatchRunner runner(ctx, ops, pending);
   if (ctx.aborted() || ctx.poisonReaches(runner.pointToPoint())) {
     ctx.checkAbortAndPoison([] { return std::string("the start of an operation"); }, runner.pointToPoint());
@@ -313,6 +318,35 @@ bool executeBatch(Context& ctx, std::span<const std::unique_ptr<Op>> ops, const 
     } else {
       slept = true;
     }
+  }
+}
+
+bool runQuick(Context& ctx, std::span<Op* const> ops) {
+  if (ops.size() > kQuickOps) return false;
+  int keys[kQuickOps];
+  for (size_t i = 0; i < ops.size(); ++i) {
+    keys[i] = ops[i]->quickKey();
+    if (keys[i] < 0 || std::find(keys, keys + i, keys[i]) != keys + i) return false;
+  }
+  if (ctx.aborted() || ctx.poisonReaches(true)) return false;
+  const int polls = ctx.wait().spin / 4;
+  int idle = 0;
+  for (;;) {
+    bool moved = false;
+    bool all = true;
+    for (Op* op : ops) {
+      if (op->done()) continue;
+      moved |= op->progress(ctx);
+      all = all && op->done();
+    }
+    if (all) return true;
+    if (moved) {
+      idle = 0;
+      continue;
+    }
+    if (idle == 0) ctx.flushRing();  // a peer may wait for what finished before these
+    if (++idle > polls) return false;
+    cpuRelax();
   }
 }
 

@@ -131,7 +131,9 @@ cfxResult_t cfxSend(const void* sendbuff, size_t count, cfxDataType_t datatype, 
     checkRank(peer, nranks, "peer");
     size_t bytes = checkedBytes(count, datatype, 1);
     checkBuffer(sendbuff, bytes, "sendbuff");
-    if (bytes > 0) submit(comm, c, stream, c.send(sendbuff, bytes, peer));
+    if (bytes == 0) return;
+    if (std::optional<conflux::P2pOp> q = c.quickSend(sendbuff, bytes, peer); q && submitQuick(comm, c, stream, *q)) return;
+    submit(comm, c, stream, c.send(sendbuff, bytes, peer));
   });
 }
 
@@ -143,7 +145,9 @@ cfxResult_t cfxRecv(void* recvbuff, size_t count, cfxDataType_t datatype, int pe
     checkRank(peer, nranks, "peer");
     size_t bytes = checkedBytes(count, datatype, 1);
     checkBuffer(recvbuff, bytes, "recvbuff");
-    if (bytes > 0) submit(comm, c, stream, c.recv(recvbuff, bytes, peer));
+    if (bytes == 0) return;
+    if (std::optional<conflux::P2pOp> q = c.quickRecv(recvbuff, bytes, peer); q && submitQuick(comm, c, stream, *q)) return;
+    submit(comm, c, stream, c.recv(recvbuff, bytes, peer));
   });
 }
 

@@ -5,6 +5,8 @@
 #include <vector>
 
 #include "api/handle.h"
+#include "communicator.h"
+#include "executor.h"
 #include "stream.h"
 
 namespace conflux::api {
@@ -22,6 +24,12 @@ struct GroupState {
   std::vector<std::unique_ptr<Op>> ops;
   std::vector<Target> targets;  // targets[i] is ops[i]'s
   Outcome error;
+  // Small sends and receives kept as values (Communicator::quickSend/quickRecv) while the group
+  // holds nothing else, all for one communicator and stream: cfxGroupEnd runs them on this thread
+  // (Engine::runQuick). Anything else added turns them into operations first, in order.
+  std::vector<P2pOp> quick;
+  Target quickTarget{};
+  Communicator* quickImpl = nullptr;
 };
 
 // This thread's group. A thread_local with a constructor costs an initialisation check on every
@@ -35,7 +43,18 @@ GroupState& threadGroup() {
   return *cached;
 }
 
+// The group's quick values become operations (with their flight records) at the end of `ops`.
+void spillQuick(const GroupState& g, std::vector<P2pOp>& quick, std::vector<std::unique_ptr<Op>>& ops,
+                std::vector<Target>& targets) {
+  for (const P2pOp& q : quick) {
+    ops.push_back(g.quickImpl->recordQuick(q));
+    targets.push_back(g.quickTarget);
+  }
+  quick.clear();
+}
+
 void addTo(GroupState& g, cfxComm_t comm, cfxStream_t stream, std::unique_ptr<Op> op) {
+  if (!g.quick.empty()) spillQuick(g, g.quick, g.ops, g.targets);
   g.ops.push_back(std::move(op));
   g.targets.push_back(Target{comm, stream});
 }
@@ -110,6 +129,19 @@ void runSingleTarget(std::vector<std::unique_ptr<Op>>& ops, const Target& target
   }
 }
 
+// Runs the group's quick values on the caller's thread. False when the engine cannot take them
+// now (nothing ran); throws the failure of a blocking group.
+bool runQuickGroup(std::vector<P2pOp>& quick, const Target& target) {
+  CommRef ref(target.comm);
+  Outcome out;
+  if (!ref->engine().runQuick(quick, static_cast<Stream*>(target.stream), out)) return false;
+  if (!out.ok()) {
+    recordError(target.comm, std::string("cfxGroupEnd: ") + out.message);
+    out.raise();
+  }
+  return true;
+}
+
 }  // namespace
 
 bool inGroup() { return threadGroup().depth > 0; }
@@ -127,11 +159,21 @@ void groupEnd() {
   if (--g.depth > 0) return;
   std::vector<std::unique_ptr<Op>> ops;
   std::vector<Target> targets;
+  std::vector<P2pOp> quick;
   ops.swap(g.ops);
   targets.swap(g.targets);
+  quick.swap(g.quick);
   if (!g.error.ok()) {
     Outcome error = std::exchange(g.error, Outcome{});
     throw Error(error.status, "group not run: " + error.message);
+  }
+  if (!quick.empty()) {  // the group holds nothing else
+    const bool ran = runQuickGroup(quick, g.quickTarget);
+    if (!ran) spillQuick(g, quick, ops, targets);  // the engine is busy: the usual path
+    // Keep the capacity for this thread's next group.
+    quick.clear();
+    if (g.quick.empty()) g.quick.swap(quick);
+    if (ran) return;
   }
   if (ops.empty()) return;
   if (singleTarget(targets)) {
@@ -168,6 +210,19 @@ void submit(cfxComm_t comm, Communicator& impl, cfxStream_t stream, std::unique_
     return;
   }
   impl.engine().enqueue(std::move(op), static_cast<Stream*>(stream));
+}
+
+bool submitQuick(cfxComm_t comm, Communicator& impl, cfxStream_t stream, const P2pOp& op) {
+  GroupState& g = threadGroup();
+  if (g.depth == 0 || !g.ops.empty() || g.quick.size() == kQuickOps) return false;
+  if (g.quick.empty()) {
+    g.quickTarget = Target{comm, stream};
+    g.quickImpl = &impl;
+  } else if (g.quickTarget.comm != comm || g.quickTarget.stream != stream) {
+    return false;
+  }
+  g.quick.push_back(op);
+  return true;
 }
 
 void submitAll(cfxComm_t comm, Communicator& impl, cfxStream_t stream, std::vector<std::unique_ptr<Op>> ops) {

@@ -9,6 +9,7 @@
 
 #include "conflux/conflux.h"
 #include "ops/op.h"
+#include "ops/p2p.h"
 #include "outcome.h"
 
 namespace conflux {
@@ -26,6 +27,11 @@ void groupEnd();
 // Runs one operation now: blocking for a NULL stream, queued on the stream otherwise (or added to
 // the open group).
 void submit(cfxComm_t comm, Communicator& impl, cfxStream_t stream, std::unique_ptr<Op> op);
+// A small send or receive inside an open group, kept as a value (Communicator::quickSend,
+// quickRecv) while the group holds only such values, for one communicator and stream: cfxGroupEnd
+// then runs them on this thread without building operations (Engine::runQuick). Returns false
+// (nothing kept) outside a group or when the group holds anything else: submit it then.
+bool submitQuick(cfxComm_t comm, Communicator& impl, cfxStream_t stream, const P2pOp& op);
 // The same for the operations of one call, which run together as a group's do.
 void submitAll(cfxComm_t comm, Communicator& impl, cfxStream_t stream, std::vector<std::unique_ptr<Op>> ops);
 

@@ -40,6 +40,10 @@ class Op {
   virtual bool isPointToPoint() const { return false; }
   virtual int peer() const { return -1; }
   virtual bool isSend() const { return false; }
+  // A point-to-point operation over this host's shared memory small enough to finish in a few
+  // polls once its peer is there (runQuick, executor.h): 2 * peer() + 1 for a
+  // send, 2 * peer() for a receive; -1 for any other operation.
+  virtual int quickKey() const { return -1; }
   // The communicator's call number of a collective call that spans hosts (its messages carry it);
   // 0 for anything else. A failure is attributed to this call (net::Transport::shutdown).
   virtual uint32_t callSeq() const { return 0; }
