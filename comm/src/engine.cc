@@ -269,9 +269,10 @@ bool Engine::runQuick(std::span<P2pOp> ops, Stream* stream, Outcome& out) {
     return false;
   }
   Op* raw[kQuickOps];
+  const int64_t queued = recorder_ ? flight::Recorder::now() : 0;
   for (size_t i = 0; i < ops.size(); ++i) {
     raw[i] = &ops[i];
-    if (recorder_) ops[i].flightId = recorder_->add(ops[i].flightCall());
+    if (recorder_) ops[i].flightId = recorder_->add(ops[i].flightCall(), queued);
   }
   bool finished = false;
   try {

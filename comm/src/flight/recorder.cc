@@ -59,7 +59,7 @@ Recorder::Recorder(Identity who, size_t capacity) : who_(std::move(who)) {
 
 Recorder::~Recorder() = default;
 
-uint64_t Recorder::add(const Call& c) {
+uint64_t Recorder::add(const Call& c, int64_t queuedNs) {
   const uint64_t id = next_.fetch_add(1, std::memory_order_relaxed);
   int64_t seq;
   if (c.p2p && c.root >= 0 && c.root < who_.nranks) {
@@ -80,7 +80,7 @@ uint64_t Recorder::add(const Call& c) {
   s.root.store(c.root, std::memory_order_relaxed);
   s.p2p.store(c.p2p, std::memory_order_relaxed);
   s.state.store(static_cast<uint8_t>(State::kQueued), std::memory_order_relaxed);
-  s.queued.store(now(), std::memory_order_relaxed);
+  s.queued.store(queuedNs, std::memory_order_relaxed);
   s.ran.store(false, std::memory_order_relaxed);
   s.ended.store(0, std::memory_order_relaxed);
   s.version.store(v + 2, std::memory_order_release);

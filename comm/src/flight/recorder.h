@@ -67,7 +67,9 @@ class Recorder {
   Recorder& operator=(const Recorder&) = delete;
 
   // Records a new operation as queued and returns its id.
-  uint64_t add(const Call& c);
+  uint64_t add(const Call& c) { return add(c, now()); }
+  // The same with the time it was queued read by the caller (one read for a group's operations).
+  uint64_t add(const Call& c, int64_t queuedNs);
   // Ids of 0 (operations not recorded) are ignored by the updates below.
   void started(uint64_t id);
   // `ranks` are communicator ranks.
