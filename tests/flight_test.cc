@@ -174,5 +174,35 @@ TEST(Flight, QuickSendRecvAreRecorded) {
   if (!isRankProcess()) std::filesystem::remove_all(dir);
 }
 
+// Small collectives outside a group run as values on the caller's stack (Engine::runQuick) and are
+// recorded like any operation, including Broadcast's root, which returns before its readers: three
+// Broadcasts from rank 0 and an AllReduce on 3 ranks, then rank 2 leaves and the next AllReduce
+// fails. Rank 0's dump holds the first four done and the fifth failed.
+TEST(Flight, QuickCollectivesAreRecorded) {
+  const std::string dir = dumpDir();
+  ASSERT_FALSE(dir.empty());
+  RunOptions o;
+  o.env = {"CFX_TIMEOUT=3", "CFX_DEBUG_DUMP_DIR=" + dir};
+  runRanks(3, [&](Rank& rk) {
+    float in[2] = {1.0f * rk.rank, 2.0f}, out[2] = {-1, -1};
+    for (int i = 0; i < 3; ++i) CFX_ASSERT_OK(cfxBroadcast(in, out, 2, cfxFloat32, 0, rk.comm, nullptr));
+    EXPECT_EQ(out[0], 0.0f);
+    CFX_ASSERT_OK(cfxAllReduce(in, out, 2, cfxFloat32, cfxSum, rk.comm, nullptr));
+    EXPECT_EQ(out[0], 3.0f);
+    if (rk.rank == 2) return;
+    const cfxResult_t r = cfxAllReduce(in, out, 2, cfxFloat32, cfxSum, rk.comm, nullptr);
+    if (rk.rank != 0) return;
+    EXPECT_TRUE(r == cfxRemoteError || r == cfxTimeout) << cfxGetLastError(rk.comm);
+    const std::string dump = readFile(ownDumpFile(dir));
+    for (int seq = 1; seq <= 5; ++seq) {
+      const std::string op = seq <= 3 ? "\"op\": \"Broadcast\", \"p2p\": false, \"count\": 2, \"datatype\": \"float\", \"root\": 0"
+                                      : "\"op\": \"AllReduce\", \"p2p\": false, \"count\": 2, \"datatype\": \"float\", \"redop\": \"sum\"";
+      const std::string rec = "\"seq\": " + std::to_string(seq) + ", " + op + ", \"state\": \"" + (seq < 5 ? "done" : "failed") + "\"";
+      EXPECT_NE(dump.find(rec), std::string::npos) << rec << " not in " << dump;
+    }
+  }, o);
+  if (!isRankProcess()) std::filesystem::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace cfxtest

@@ -229,9 +229,15 @@ cfxRedOp_t Communicator::effectiveOp(cfxRedOp_t op, cfxDataType_t type) const {
   return reduce::isFloatType(type) ? op : reduce::plainOp(op);
 }
 
+namespace {
+flight::Call flightCallOf(const CollArgs& a, const char* flightName) {
+  return flight::Call{flightName ? flightName : collectiveName(static_cast<int32_t>(a.coll)), a.count, a.datatype,
+                      reduces(a.coll) ? a.op : -1, a.root};
+}
+}  // namespace
+
 std::unique_ptr<Op> Communicator::collective(const CollArgs& a, const char* flightName) const {
-  const flight::Call call{flightName ? flightName : collectiveName(static_cast<int32_t>(a.coll)), a.count, a.datatype,
-                          reduces(a.coll) ? a.op : -1, a.root};
+  const flight::Call call = flightCallOf(a, flightName);
   if (!transport_) return recorded(makeCollective(a, tuning_, size()), call);
   const uint32_t callSeq = calls_.fetch_add(1, std::memory_order_relaxed) + 1;
   return recorded(hier::makeHierCollective(a, hier_, callSeq), call);
@@ -269,6 +275,14 @@ void Communicator::runInternal(Coll coll, const void* send, void* recv, size_t c
   Batch b;
   b.ops.push_back(collective(CollArgs{coll, send, recv, count, type, op, -1}));
   engine_->runBlocking(std::move(b)).raise();
+}
+
+bool Communicator::quickCollective(const CollArgs& a, Stream* stream, Outcome& out) {
+  if (transport_ || (tuning_.forced != Algo::kAuto && tuning_.forced != Algo::kMailbox) || !fitsMailbox(a, size())) {
+    return false;
+  }
+  MailboxOp op(a, size());
+  return engine_->runQuick(op, flightCallOf(a, nullptr), stream, out);
 }
 
 std::unique_ptr<Communicator> Communicator::split(int color, int key, Options opts) {

@@ -86,6 +86,11 @@ class Communicator {
   std::optional<P2pOp> quickRecv(void* buf, size_t bytes, int peer) const;
   // A quick transfer that takes the usual path after all, as an operation with its flight record.
   std::unique_ptr<Op> recordQuick(const P2pOp& op) const;
+  // A collective outside a group that takes the mailbox path, run as a value on the caller's stack
+  // (Engine::runQuick) when this rank can: a communicator on one host, no algorithm forced but the
+  // mailbox, an idle engine. Returns false, with nothing run or recorded, otherwise (the caller
+  // then takes collective()'s path). Else true, the outcome of a blocking call in `out`.
+  bool quickCollective(const CollArgs& a, Stream* stream, Outcome& out);
 
   // Makes every pending and future operation fail with kAborted (callable from any thread).
   void abort();

@@ -305,6 +305,38 @@ bool Engine::runQuick(std::span<P2pOp> ops, Stream* stream, Outcome& out) {
   return true;
 }
 
+bool Engine::runQuick(MailboxOp& op, const flight::Call& call, Stream* stream, Outcome& out) {
+  flight::dumpIfRequested();
+  if (!claimFast()) return false;
+  if (recorder_) op.flightId = recorder_->add(call);
+  bool finished = false;
+  try {
+    finished = runExpress(ctx_, op, early_);
+  } catch (const std::exception&) {
+    finished = false;  // the usual path meets it again, from the same state, and reports it
+  }
+  if (!finished) {
+    std::unique_ptr<Op> left = std::make_unique<MailboxOp>(op);
+    if (stream != nullptr) {
+      runClaimed(std::span<std::unique_ptr<Op>>(&left, 1), stream);
+      return true;
+    }
+    out = execute(std::span<std::unique_ptr<Op>>(&left, 1), noStreams(), true);
+    release();
+    return true;
+  }
+  ctx_.flushRing();
+  if (recorder_) recorder_->finished(op.flightId, true);
+  // Confirmed calls leave (they finish in order, oldest first).
+  early_.erase(early_.begin(), std::find_if(early_.begin(), early_.end(), [](const auto& p) { return !p->done(); }));
+  if (!op.done()) {  // returned ready early: confirmed by later calls
+    early_.push_back(std::make_unique<MailboxOp>(op));
+    early_.back()->flightId = 0;  // its record is complete
+  }
+  release();
+  return true;
+}
+
 void Engine::runClaimed(std::span<std::unique_ptr<Op>> ops, Stream* stream) {
   const RunLimit limit{ctx_.wait().spin + kEagerYields, kEagerBusy};
   bool finished = true;

@@ -33,6 +33,7 @@
 #include "executor.h"
 #include "flight/dump.h"
 #include "flight/recorder.h"
+#include "ops/latency.h"
 #include "ops/op.h"
 #include "ops/p2p.h"
 #include "outcome.h"
@@ -89,6 +90,13 @@ class Engine {
   // copied to the heap and took the usual path from where they stopped, run to the end here when
   // `stream` is null (the outcome in `out`) or left with the progress thread for `stream`.
   bool runQuick(std::span<P2pOp> ops, Stream* stream, Outcome& out);
+  // A latency-path collective outside a group, held by the caller as a value (api/group.cc): run
+  // here (runExpress, executor.h) when no thread runs this engine's work and nothing is queued or
+  // failed, after the earlier calls' confirmations; recorded first as `call`. Returns false, with
+  // nothing recorded or run, when the engine is not idle. Else true: it is done; or ready early,
+  // then copied to the heap to be confirmed by later calls; or copied there and taking the usual
+  // path from where it stopped, as runQuick above.
+  bool runQuick(MailboxOp& op, const flight::Call& call, Stream* stream, Outcome& out);
   // Waits until everything queued has run.
   void drain();
   // The latched failure; else a failure of a peer that reaches this rank's next operation.

@@ -213,12 +213,10 @@ class BatchRunner {
   bool finished_ = false;
 };
 
-// The latency path's usual call, without the batch machinery: one collective that may run ahead
-// (Op::runsAhead), nothing aborted or poisoned, and one pass over the earlier calls'
-// confirmations (oldest first) and the call finishes it, done or ready early within the window.
-// Returns false otherwise, with every operation's state kept for the full run. (A 1-rank 8 B
-// Broadcast: 1,673 -> 1,498 instructions per call; perf/RESULTS.md, 2026-11-27 (sixth).)
-bool expressStep(Context& ctx, Op& op, std::span<const std::unique_ptr<Op>> pending) {
+}  // namespace
+
+// (A 1-rank 8 B Broadcast: 1,673 -> 1,498 instructions per call; perf/RESULTS.md, 2026-11-27 (sixth).)
+bool runExpress(Context& ctx, Op& op, std::span<const std::unique_ptr<Op>> pending) {
   if (ctx.aborted() || ctx.poisonReaches(false)) return false;
   size_t confirmed = 0;
   for (; confirmed < pending.size(); ++confirmed) {
@@ -233,13 +231,11 @@ bool expressStep(Context& ctx, Op& op, std::span<const std::unique_ptr<Op>> pend
   return op.done() || op.readyEarly();  // done: every earlier call is (they finish in order)
 }
 
-}  // namespace
-
 bool executeBatch(Context& ctx, std::span<const std::unique_ptr<Op>> ops, const RunLimit* limit,
                   const WaitObserver* observer, std::span<const std::unique_ptr<Op>> pending) {
   using Clock = std::chrono::steady_clock;
   RingOnExit ringOnExit(ctx);
-  if (ops.size() == 1 && ops[0]->runsAhead() && expressStep(ctx, *ops[0], pending)) return true;
+  if (ops.size() == 1 && ops[0]->runsAhead() && runExpress(ctx, *ops[0], pending)) return true;
   if (ops.size() > 1 && ops.size() <= kQuickOps && pending.empty()) {
     Op* raw[kQuickOps];
     for (size_t i = 0; i < ops.size(); ++i) raw[i] = ops[i].get();

@@ -56,4 +56,11 @@ bool executeBatch(Context& ctx, std::span<const std::unique_ptr<Op>> ops, const 
 inline constexpr size_t kQuickOps = 8;
 bool runQuick(Context& ctx, std::span<Op* const> ops);
 
+// The latency path's usual call, without the batch machinery: one collective that may run ahead
+// (Op::runsAhead), nothing aborted or poisoned, and one pass over the earlier calls' confirmations
+// (`pending`, oldest first) and the call finishes it, done or ready early within the window.
+// Returns false otherwise, every operation's state kept for the full run. Throws what progress
+// throws. The caller then rings the peers a finished operation owes (Context::flushRing).
+bool runExpress(Context& ctx, Op& op, std::span<const std::unique_ptr<Op>> pending);
+
 }  // namespace conflux

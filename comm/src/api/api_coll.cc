@@ -12,10 +12,6 @@ using namespace conflux::api;
 
 namespace {
 
-std::unique_ptr<conflux::Op> collective(const conflux::Communicator& c, const CollArgs& a) {
-  return c.collective(a);
-}
-
 // A reducing collective, with the op the communicator makes of it: an exact one across hosts is a
 // batch of its own (exact_coll.h).
 void submitReducing(cfxComm_t comm, conflux::Communicator& c, cfxStream_t stream, CollArgs a) {
@@ -24,7 +20,7 @@ void submitReducing(cfxComm_t comm, conflux::Communicator& c, cfxStream_t stream
     for (auto& batch : conflux::makeExactAcrossHosts(c, a)) submitAll(comm, c, stream, std::move(batch));
     return;
   }
-  submit(comm, c, stream, collective(c, a));
+  submitCollective(comm, c, stream, a);
 }
 
 }  // namespace
@@ -74,7 +70,7 @@ cfxResult_t cfxBroadcast(const void* sendbuff, void* recvbuff, size_t count, cfx
       checkBuffer(sendbuff, bytes, "sendbuff");
       checkOverlap(sendbuff, bytes, recvbuff, bytes, recvbuff, "sendbuff == recvbuff");
     }
-    submit(comm, c, stream, collective(c, CollArgs{Coll::kBroadcast, sendbuff, recvbuff, count, datatype, cfxSum, root}));
+    submitCollective(comm, c, stream, CollArgs{Coll::kBroadcast, sendbuff, recvbuff, count, datatype, cfxSum, root});
   });
 }
 
@@ -89,7 +85,7 @@ cfxResult_t cfxAllGather(const void* sendbuff, void* recvbuff, size_t sendcount,
     checkBuffer(recvbuff, recvBytes, "recvbuff");
     const void* inPlace = recvbuff ? static_cast<const char*>(recvbuff) + sendBytes * c.rank() : nullptr;
     checkOverlap(sendbuff, sendBytes, recvbuff, recvBytes, inPlace, "sendbuff == recvbuff + rank * sendcount");
-    submit(comm, c, stream, collective(c, CollArgs{Coll::kAllGather, sendbuff, recvbuff, sendcount, datatype, cfxSum, -1}));
+    submitCollective(comm, c, stream, CollArgs{Coll::kAllGather, sendbuff, recvbuff, sendcount, datatype, cfxSum, -1});
   });
 }
 
@@ -119,7 +115,7 @@ cfxResult_t cfxAlltoAll(const void* sendbuff, void* recvbuff, size_t count, cfxD
     checkBuffer(sendbuff, bytes, "sendbuff");
     checkBuffer(recvbuff, bytes, "recvbuff");
     checkOverlap(sendbuff, bytes, recvbuff, bytes, recvbuff, "sendbuff == recvbuff");
-    submit(comm, c, stream, collective(c, CollArgs{Coll::kAlltoAll, sendbuff, recvbuff, count, datatype, cfxSum, -1}));
+    submitCollective(comm, c, stream, CollArgs{Coll::kAlltoAll, sendbuff, recvbuff, count, datatype, cfxSum, -1});
   });
 }
 

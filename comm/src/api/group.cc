@@ -212,6 +212,17 @@ void submit(cfxComm_t comm, Communicator& impl, cfxStream_t stream, std::unique_
   impl.engine().enqueue(std::move(op), static_cast<Stream*>(stream));
 }
 
+void submitCollective(cfxComm_t comm, Communicator& impl, cfxStream_t stream, const CollArgs& a) {
+  if (threadGroup().depth == 0) {
+    Outcome out;
+    if (impl.quickCollective(a, static_cast<Stream*>(stream), out)) {
+      out.raise();
+      return;
+    }
+  }
+  submit(comm, impl, stream, impl.collective(a));
+}
+
 bool submitQuick(cfxComm_t comm, Communicator& impl, cfxStream_t stream, const P2pOp& op) {
   GroupState& g = threadGroup();
   if (g.depth == 0 || !g.ops.empty() || g.quick.size() == kQuickOps) return false;

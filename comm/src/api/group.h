@@ -32,6 +32,9 @@ void submit(cfxComm_t comm, Communicator& impl, cfxStream_t stream, std::unique_
 // then runs them on this thread without building operations (Engine::runQuick). Returns false
 // (nothing kept) outside a group or when the group holds anything else: submit it then.
 bool submitQuick(cfxComm_t comm, Communicator& impl, cfxStream_t stream, const P2pOp& op);
+// One collective call: outside a group, one on the mailbox path runs without a heap operation when
+// it can (Communicator::quickCollective); else as submit.
+void submitCollective(cfxComm_t comm, Communicator& impl, cfxStream_t stream, const CollArgs& a);
 // The same for the operations of one call, which run together as a group's do.
 void submitAll(cfxComm_t comm, Communicator& impl, cfxStream_t stream, std::vector<std::unique_ptr<Op>> ops);
 

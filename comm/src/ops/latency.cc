@@ -36,148 +36,127 @@ namespace conflux {
 
 namespace {
 
-class MailboxOp : public Op {
- public:
-  MailboxOp(const CollArgs& a, int nranks)
-      : a_(a), esize_(reduce::dataTypeSize(a.datatype)), bytes_(inputBytes(a, nranks)) {
-    call_ = callDescriptor(a);
-  }
+// Bytes of one rank's input: ReduceScatter and AlltoAll send n blocks.
+size_t inputBytes(const CollArgs& a, int nranks) {
+  size_t b = a.count * reduce::dataTypeSize(a.datatype);
+  return (a.coll == Coll::kReduceScatter || a.coll == Coll::kAlltoAll) ? b * nranks : b;
+}
 
-  bool progress(Context& ctx) override {
-    if (done_) return false;
-    if (a_.count == 0) {
-      done_ = true;
-      return true;
-    }
-    const int n = ctx.size(), me = ctx.rank();
-    bool moved = false;
-    if (seq_ == 0) {
-      seq_ = ctx.nextOpSeq();
-      call_.seq = seq_;
-      moved = true;
-    }
-    if (!published_) {
-      Mailbox& mine = ctx.mailbox(me, seq_);
-      if (!ctx.allFinished(mine.seq.load(std::memory_order_relaxed))) return moved;  // still read
-      // Broadcast: only the root has input; the others publish just their call.
-      if (a_.coll != Coll::kBroadcast || me == a_.root) std::memcpy(mine.data, a_.send, bytes_);
-      mine.call = call_;
-      mine.seq.store(seq_, std::memory_order_release);
-      published_ = true;
-      moved = true;
-      ctx.ringAll();
-    }
-    if (!ready_) {
-      for (; next_ < n; ++next_) {
-        if (!reads(me, next_)) continue;
-        if (!confirm(ctx, next_)) return moved;
-      }
-      consume(ctx);
-      ready_ = true;
-      moved = true;
-    }
-    // Every other rank's call, as it comes: the output no longer depends on it.
-    for (; confirmed_ < n; ++confirmed_) {
-      if (!confirm(ctx, confirmed_)) return moved;
-    }
-    if (ctx.finishedByMe() + 1 != seq_) return moved;  // finished in order: earlier calls first
-    ctx.finishOp(seq_);
+}  // namespace
+
+MailboxOp::MailboxOp(const CollArgs& a, int nranks)
+    : a_(a), esize_(reduce::dataTypeSize(a.datatype)), bytes_(inputBytes(a, nranks)), call_(callDescriptor(a)) {}
+
+bool MailboxOp::progress(Context& ctx) {
+  if (done_) return false;
+  if (a_.count == 0) {
     done_ = true;
     return true;
   }
-
-  bool done() const override { return done_; }
-  bool readyEarly() const override { return ready_ && !done_; }
-  bool runsAhead() const override { return true; }
-
-  std::string describe(const Context& ctx) const override {
-    std::string s = std::string(collectiveName(static_cast<int32_t>(a_.coll))) + " #" + std::to_string(seq_) + " (latency path";
-    if (ready_) s += ", returned; confirming every rank's call";
-    s += published_ ? "), ranks not yet arrived:" : "), waiting for ranks to finish reading its mailbox:";
-    std::vector<int> r;
-    waitingOn(ctx, r);
-    for (int x : r) s += " " + std::to_string(ctx.commRank(x));
-    return s;
+  const int n = ctx.size(), me = ctx.rank();
+  bool moved = false;
+  if (seq_ == 0) {
+    seq_ = ctx.nextOpSeq();
+    call_.seq = seq_;
+    moved = true;
   }
+  if (!published_) {
+    Mailbox& mine = ctx.mailbox(me, seq_);
+    if (!ctx.allFinished(mine.seq.load(std::memory_order_relaxed))) return moved;  // still read
+    // Broadcast: only the root has input; the others publish just their call.
+    if (a_.coll != Coll::kBroadcast || me == a_.root) std::memcpy(mine.data, a_.send, bytes_);
+    mine.call = call_;
+    mine.seq.store(seq_, std::memory_order_release);
+    published_ = true;
+    moved = true;
+    ctx.ringAll();
+  }
+  if (!ready_) {
+    for (; next_ < n; ++next_) {
+      if (!reads(me, next_)) continue;
+      if (!confirm(ctx, next_)) return moved;
+    }
+    consume(ctx);
+    ready_ = true;
+    moved = true;
+  }
+  // Every other rank's call, as it comes: the output no longer depends on it.
+  for (; confirmed_ < n; ++confirmed_) {
+    if (!confirm(ctx, confirmed_)) return moved;
+  }
+  if (ctx.finishedByMe() + 1 != seq_) return moved;  // finished in order: earlier calls first
+  ctx.finishOp(seq_);
+  done_ = true;
+  return true;
+}
 
-  void waitingOn(const Context& ctx, std::vector<int>& ranks) const override {
-    if (seq_ == 0) return;
-    if (!published_) {
-      ctx.allFinished(ctx.mailbox(ctx.rank(), seq_).seq.load(std::memory_order_relaxed), &ranks);
+std::string MailboxOp::describe(const Context& ctx) const {
+  std::string s = std::string(collectiveName(static_cast<int32_t>(a_.coll))) + " #" + std::to_string(seq_) + " (latency path";
+  if (ready_) s += ", returned; confirming every rank's call";
+  s += published_ ? "), ranks not yet arrived:" : "), waiting for ranks to finish reading its mailbox:";
+  std::vector<int> r;
+  waitingOn(ctx, r);
+  for (int x : r) {
+    s += ' ';
+    s += std::to_string(ctx.commRank(x));
+  }
+  return s;
+}
+
+void MailboxOp::waitingOn(const Context& ctx, std::vector<int>& ranks) const {
+  if (seq_ == 0) return;
+  if (!published_) {
+    ctx.allFinished(ctx.mailbox(ctx.rank(), seq_).seq.load(std::memory_order_relaxed), &ranks);
+    return;
+  }
+  for (int r = ready_ ? confirmed_ : next_; r < ctx.size(); ++r) {
+    if ((ready_ || reads(ctx.rank(), r)) && ctx.mailbox(r, seq_).seq.load(std::memory_order_acquire) != seq_) {
+      ranks.push_back(r);
+    }
+  }
+}
+
+bool MailboxOp::reads(int me, int r) const {
+  if (a_.coll == Coll::kBroadcast) return me != a_.root && r == a_.root;
+  if (a_.coll == Coll::kReduce) return me == a_.root;
+  return true;
+}
+
+bool MailboxOp::confirm(const Context& ctx, int r) const {
+  if (r == ctx.rank()) return true;
+  const Mailbox& box = ctx.mailbox(r, seq_);
+  if (box.seq.load(std::memory_order_acquire) != seq_) return false;
+  if (!(box.call == call_)) throwMismatch(ctx.commRank(ctx.rank()), call_, ctx.commRank(r), box.call);
+  return true;
+}
+
+void MailboxOp::consume(Context& ctx) {
+  const int n = ctx.size(), me = ctx.rank();
+  auto* out = static_cast<std::byte*>(a_.recv);
+  const size_t block = a_.count * esize_;
+  const void* srcs[kMaxDirectRanks];
+  switch (a_.coll) {
+    case Coll::kAllReduce:
+    case Coll::kReduce:
+      if (a_.coll == Coll::kReduce && me != a_.root) return;
+      for (int r = 0; r < n; ++r) srcs[r] = ctx.mailbox(r, seq_).data;
+      reduce::reduce(out, srcs, n, a_.count, a_.datatype, a_.op, n);
       return;
-    }
-    for (int r = ready_ ? confirmed_ : next_; r < ctx.size(); ++r) {
-      if ((ready_ || reads(ctx.rank(), r)) && ctx.mailbox(r, seq_).seq.load(std::memory_order_acquire) != seq_) {
-        ranks.push_back(r);
-      }
-    }
+    case Coll::kReduceScatter:
+      for (int r = 0; r < n; ++r) srcs[r] = ctx.mailbox(r, seq_).data + me * block;
+      reduce::reduce(out, srcs, n, a_.count, a_.datatype, a_.op, n);
+      return;
+    case Coll::kBroadcast:
+      if (me != a_.root || a_.send != a_.recv) std::memcpy(out, ctx.mailbox(a_.root, seq_).data, block);
+      return;
+    case Coll::kAllGather:
+      for (int r = 0; r < n; ++r) std::memcpy(out + r * block, ctx.mailbox(r, seq_).data, block);
+      return;
+    case Coll::kAlltoAll:
+      for (int r = 0; r < n; ++r) std::memcpy(out + r * block, ctx.mailbox(r, seq_).data + me * block, block);
+      return;
   }
-
- private:
-  // Whether rank `me` needs rank r's mailbox for its output.
-  bool reads(int me, int r) const {
-    if (a_.coll == Coll::kBroadcast) return me != a_.root && r == a_.root;
-    if (a_.coll == Coll::kReduce) return me == a_.root;
-    return true;
-  }
-
-  // Whether rank r has published this operation with the same call; throws the mismatch.
-  bool confirm(const Context& ctx, int r) const {
-    if (r == ctx.rank()) return true;
-    const Mailbox& box = ctx.mailbox(r, seq_);
-    if (box.seq.load(std::memory_order_acquire) != seq_) return false;
-    if (!(box.call == call_)) throwMismatch(ctx.commRank(ctx.rank()), call_, ctx.commRank(r), box.call);
-    return true;
-  }
-
-  // Builds this rank's output from the mailboxes it reads.
-  void consume(Context& ctx) {
-    const int n = ctx.size(), me = ctx.rank();
-    auto* out = static_cast<std::byte*>(a_.recv);
-    const size_t block = a_.count * esize_;
-    const void* srcs[kMaxDirectRanks];
-    switch (a_.coll) {
-      case Coll::kAllReduce:
-      case Coll::kReduce:
-        if (a_.coll == Coll::kReduce && me != a_.root) return;
-        for (int r = 0; r < n; ++r) srcs[r] = ctx.mailbox(r, seq_).data;
-        reduce::reduce(out, srcs, n, a_.count, a_.datatype, a_.op, n);
-        return;
-      case Coll::kReduceScatter:
-        for (int r = 0; r < n; ++r) srcs[r] = ctx.mailbox(r, seq_).data + me * block;
-        reduce::reduce(out, srcs, n, a_.count, a_.datatype, a_.op, n);
-        return;
-      case Coll::kBroadcast:
-        if (me != a_.root || a_.send != a_.recv) std::memcpy(out, ctx.mailbox(a_.root, seq_).data, block);
-        return;
-      case Coll::kAllGather:
-        for (int r = 0; r < n; ++r) std::memcpy(out + r * block, ctx.mailbox(r, seq_).data, block);
-        return;
-      case Coll::kAlltoAll:
-        for (int r = 0; r < n; ++r) std::memcpy(out + r * block, ctx.mailbox(r, seq_).data + me * block, block);
-        return;
-    }
-  }
-
-  // Bytes of one rank's input: ReduceScatter and AlltoAll send n blocks.
-  static size_t inputBytes(const CollArgs& a, int nranks) {
-    size_t b = a.count * reduce::dataTypeSize(a.datatype);
-    return (a.coll == Coll::kReduceScatter || a.coll == Coll::kAlltoAll) ? b * nranks : b;
-  }
-
-  CollArgs a_;
-  size_t esize_;
-  size_t bytes_;
-  OpDescriptor call_;
-  uint64_t seq_ = 0;
-  bool published_ = false;
-  int next_ = 0;       // the ranks below this one that it reads have published
-  bool ready_ = false;  // the output is built
-  int confirmed_ = 0;   // the ranks below this one made the same call
-  bool done_ = false;
-};
-
-}  // namespace
+}
 
 bool fitsMailbox(const CollArgs& a, int nranks) {
   size_t b = a.count * reduce::dataTypeSize(a.datatype);

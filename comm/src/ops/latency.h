@@ -2,6 +2,8 @@
 #pragma once
 
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "ops/op.h"
 #include "shm_layout.h"
@@ -12,6 +14,40 @@ inline constexpr int kMaxDirectRanks = 64;
 
 // Whether a call can take the mailbox path.
 bool fitsMailbox(const CollArgs& a, int nranks);
+
+// One call on the mailbox path. A value, so that the API can run it without a heap block
+// (Engine::runQuick); copied to the heap when it must wait or be confirmed later.
+class MailboxOp final : public Op {
+ public:
+  MailboxOp(const CollArgs& a, int nranks);
+
+  bool progress(Context& ctx) override;
+  bool done() const override { return done_; }
+  bool readyEarly() const override { return ready_ && !done_; }
+  bool runsAhead() const override { return true; }
+  std::string describe(const Context& ctx) const override;
+  void waitingOn(const Context& ctx, std::vector<int>& ranks) const override;
+
+ private:
+  // Whether rank `me` needs rank r's mailbox for its output.
+  bool reads(int me, int r) const;
+  // Whether rank r has published this operation with the same call; throws the mismatch.
+  bool confirm(const Context& ctx, int r) const;
+  // Builds this rank's output from the mailboxes it reads.
+  void consume(Context& ctx);
+
+  CollArgs a_;
+  size_t esize_;
+  size_t bytes_;
+  OpDescriptor call_;
+  uint64_t seq_ = 0;
+  bool published_ = false;
+  int next_ = 0;        // the ranks below this one that it reads have published
+  bool ready_ = false;  // the output is built
+  int confirmed_ = 0;   // the ranks below this one made the same call
+  bool done_ = false;
+};
+
 std::unique_ptr<Op> makeMailboxOp(const CollArgs& a, int nranks);
 
 }  // namespace conflux
