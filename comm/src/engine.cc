@@ -106,12 +106,7 @@ Outcome Engine::attempt(std::span<std::unique_ptr<Op>> ops, const RunLimit* limi
     if (recorder_) {
       for (const auto& op : ops) recorder_->finished(op->flightId, true);
     }
-    // Confirmed calls leave (they finish in order, oldest first).
-    early_.erase(early_.begin(), std::find_if(early_.begin(), early_.end(), [](const auto& op) { return !op->done(); }));
-    if (ops.size() == 1 && !ops[0]->done()) {  // returned ready early: confirmed by later batches
-      early_.push_back(std::move(ops[0]));
-      early_.back()->flightId = 0;  // its record is complete
-    }
+    settleEarly(ops.size() == 1 && !ops[0]->done() ? std::move(ops[0]) : nullptr);
   }
   if (!out.ok()) {
     early_.clear();
@@ -327,14 +322,17 @@ bool Engine::runQuick(MailboxOp& op, const flight::Call& call, Stream* stream, O
   }
   ctx_.flushRing();
   if (recorder_) recorder_->finished(op.flightId, true);
-  // Confirmed calls leave (they finish in order, oldest first).
-  early_.erase(early_.begin(), std::find_if(early_.begin(), early_.end(), [](const auto& p) { return !p->done(); }));
-  if (!op.done()) {  // returned ready early: confirmed by later calls
-    early_.push_back(std::make_unique<MailboxOp>(op));
-    early_.back()->flightId = 0;  // its record is complete
-  }
+  settleEarly(op.done() ? nullptr : std::make_unique<MailboxOp>(op));
   release();
   return true;
+}
+
+void Engine::settleEarly(std::unique_ptr<Op> ready) {
+  early_.erase(early_.begin(), std::find_if(early_.begin(), early_.end(), [](const auto& op) { return !op->done(); }));
+  if (ready) {
+    ready->flightId = 0;  // its record is complete
+    early_.push_back(std::move(ready));
+  }
 }
 
 void Engine::runClaimed(std::span<std::unique_ptr<Op>> ops, Stream* stream) {

@@ -111,6 +111,9 @@ class Engine {
   // enqueue(ops, stream) once the engine is claimed: tried here, bounded, then left to the progress
   // thread; releases the engine.
   void runClaimed(std::span<std::unique_ptr<Op>> ops, Stream* stream);
+  // After a call finished: the earlier calls now confirmed leave early_ (they finish in order,
+  // oldest first), and `ready`, when it returned before its own confirmation, joins them.
+  void settleEarly(std::unique_ptr<Op> ready);
   void threadMain();
 
   // Moves the caller's operations into a vector of their own (to queue them).
