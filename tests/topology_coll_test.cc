@@ -4,6 +4,7 @@
 // communicator split from it. And binding on this machine (CFX_BIND=core): each rank ends up on
 // the CPUs of its plan.
 #include <gtest/gtest.h>
+#include <sched.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -110,6 +111,31 @@ TEST(TopologyBinding, CoreBindingOnThisMachine) {
     ASSERT_EQ(runCase(rk, CollKind::kAllReduce, cfxFloat32, cfxSum, 100003, false), "");
   }, o);
 }
+
+// Ranks their launcher pinned one to a CPU (mpirun's --bind-to core, taskset) spin in their waits
+// like unbound ones: what decides is whether each rank can have a CPU of its own, not how many CPUs
+// one process may use. Two ranks pinned to one CPU share it, and their waits yield at once.
+void pinnedRanks(bool shareOneCpu) {
+  const std::vector<int> allowed = conflux::topology::usableCpus();
+  if (allowed.size() < 2) GTEST_SKIP() << "needs 2 CPUs";
+  RunOptions o;
+  o.initComm = false;
+  o.env = {"CFX_DEBUG=INFO", "CFX_DEBUG_FILE=/tmp/cfx-topo-coll-%p.log"};
+  runRanks(2, [&](Rank& rk) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(allowed[shareOneCpu ? 0 : static_cast<size_t>(rk.rank)], &set);
+    ASSERT_EQ(sched_setaffinity(0, sizeof(set), &set), 0);
+    CFX_ASSERT_OK(cfxCommInitFromEnv(&rk.comm));
+    const std::string log = readLog();
+    const std::string want = shareOneCpu ? "waits: spin 0 polls, then 1000 yields" : "waits: spin 2000 polls, then 8 yields";
+    EXPECT_NE(log.find(want), std::string::npos) << "rank " << rk.rank << ": log lacks '" << want << "':\n" << log;
+    EXPECT_EQ(runCase(rk, CollKind::kAllReduce, cfxFloat32, cfxSum, 100003, false), "");
+  }, o);
+}
+
+TEST(TopologyBinding, RanksPinnedToCpusOfTheirOwnSpin) { pinnedRanks(false); }
+TEST(TopologyBinding, RanksPinnedToOneCpuYield) { pinnedRanks(true); }
 
 }  // namespace
 }  // namespace cfxtest

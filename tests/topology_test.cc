@@ -326,6 +326,24 @@ TEST(TopologyPlacement, BindsTheCallingThread) {
   EXPECT_EQ(usableCpus(), before);  // this thread is untouched
 }
 
+// Whether local ranks can each have a CPU, from the CPUs each may run on: a matching, so ranks
+// pinned one per core qualify (mpirun's --bind-to core), while ranks sharing one core do not,
+// however many CPUs the others leave free.
+TEST(TopologyCpus, EachRankHasItsOwnCpuOnlyWhenAMatchingExists) {
+  using V = std::vector<std::vector<int>>;
+  EXPECT_TRUE(eachHasOwnCpu(V{}));
+  EXPECT_TRUE(eachHasOwnCpu(V{{0, 1}, {0, 1}}));        // unbound, 2 ranks on 2 CPUs
+  EXPECT_FALSE(eachHasOwnCpu(V{{0, 1}, {0, 1}, {0, 1}}));  // 3 on 2
+  EXPECT_TRUE(eachHasOwnCpu(V{{0}, {1}}));              // pinned one per core
+  EXPECT_FALSE(eachHasOwnCpu(V{{1}, {1}}));             // both on one core
+  EXPECT_FALSE(eachHasOwnCpu(V{{0}, {0}, {1, 2, 3}}));  // enough CPUs, but two ranks share one
+  EXPECT_TRUE(eachHasOwnCpu(V{{0, 1}, {0}}));           // needs the first to move over
+  EXPECT_TRUE(eachHasOwnCpu(V{{0, 1, 2}, {1, 2}, {2}, {3, 7}}));
+  EXPECT_FALSE(eachHasOwnCpu(V{{0}, {}}));              // a rank with no CPU
+  // Another process's CPUs read the same as this one's own.
+  EXPECT_EQ(cpusOf(getpid()), usableCpus());
+}
+
 // Shared memory placed before its pages exist lands on the node asked for.
 TEST(TopologyPlacement, SegmentPagesOnTheNode) {
   if (!haveLibnuma()) GTEST_SKIP() << "built without libnuma";

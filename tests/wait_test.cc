@@ -1,5 +1,5 @@
 // How a wait is set up (context.h): the spin and yield counts from CFX_SPIN and CFX_YIELDS, which
-// follow whether the local ranks fit on this process's CPUs; and allFinished, which answers from the
+// follow whether each local rank has a CPU of its own; and allFinished, which answers from the
 // lowest counter it last read only while that proves the answer (two ranks' contexts over one
 // real segment).
 #include <gtest/gtest.h>
@@ -9,25 +9,23 @@
 
 #include "common/error.h"
 #include "context.h"
-#include "topology/cpus.h"
 #include "two_contexts.h"
 
 namespace conflux {
 namespace {
 
-TEST(WaitSettings, YieldsAndSpinFollowWhetherTheRanksFit) {
-  const int cpus = topology::usableCpuCount();
-  WaitSettings fits = WaitSettings::fromEnv(0, cpus);
+TEST(WaitSettings, YieldsAndSpinFollowWhetherTheRanksHaveCpus) {
+  WaitSettings fits = WaitSettings::fromEnv(0, true);
   EXPECT_EQ(fits.spin, 2000);
   EXPECT_EQ(fits.yields, 8);
-  WaitSettings shared = WaitSettings::fromEnv(0, cpus + 1);
+  WaitSettings shared = WaitSettings::fromEnv(0, false);
   EXPECT_EQ(shared.spin, 0);
-  EXPECT_EQ(shared.yields, 1000) << "more ranks than CPUs: a wait hands its core over before it sleeps";
+  EXPECT_EQ(shared.yields, 1000) << "ranks sharing CPUs: a wait hands its core over before it sleeps";
   setenv("CFX_YIELDS", "3", 1);
-  EXPECT_EQ(WaitSettings::fromEnv(0, cpus + 1).yields, 3);
+  EXPECT_EQ(WaitSettings::fromEnv(0, false).yields, 3);
   setenv("CFX_YIELDS", "many", 1);
   try {
-    WaitSettings::fromEnv(0, 1);
+    WaitSettings::fromEnv(0, true);
     ADD_FAILURE() << "no error";
   } catch (const Error& e) {
     EXPECT_EQ(e.status(), Status::kInvalidArgument);
@@ -37,15 +35,15 @@ TEST(WaitSettings, YieldsAndSpinFollowWhetherTheRanksFit) {
 }
 
 TEST(WaitSettings, RunAheadWindowFromOneToTheMailboxesLessTwo) {
-  EXPECT_EQ(WaitSettings::fromEnv(0, 1).runAhead, 32);
+  EXPECT_EQ(WaitSettings::fromEnv(0, true).runAhead, 32);
   setenv("CFX_RUNAHEAD", "1", 1);
-  EXPECT_EQ(WaitSettings::fromEnv(0, 1).runAhead, 1);
+  EXPECT_EQ(WaitSettings::fromEnv(0, true).runAhead, 1);
   setenv("CFX_RUNAHEAD", "62", 1);
-  EXPECT_EQ(WaitSettings::fromEnv(0, 1).runAhead, 62);
+  EXPECT_EQ(WaitSettings::fromEnv(0, true).runAhead, 62);
   for (const char* bad : {"0", "63", "-1", "far"}) {
     setenv("CFX_RUNAHEAD", bad, 1);
     try {
-      WaitSettings::fromEnv(0, 1);
+      WaitSettings::fromEnv(0, true);
       ADD_FAILURE() << "no error for " << bad;
     } catch (const Error& e) {
       EXPECT_EQ(e.status(), Status::kInvalidArgument);

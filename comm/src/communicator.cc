@@ -13,6 +13,7 @@
 #include "common/env.h"
 #include "common/log.h"
 #include "shm_layout.h"
+#include "topology/cpus.h"
 #include "topology/discover.h"
 #include "topology/host_id.h"
 #include "topology/placement.h"
@@ -21,6 +22,19 @@
 
 namespace conflux {
 
+namespace {
+// Whether each rank of this host (`mates`) can have a CPU of its own, from the CPUs each may run
+// on. Every rank's binding is final by now: form() binds before the segment's last barrier, and
+// a split or shrink keeps the bindings of init.
+bool localRanksHaveCpus(const std::vector<int>& mates, const std::vector<pid_t>& pids, int self) {
+  std::vector<std::vector<int>> cpus;
+  for (int r : mates) {
+    std::vector<int> c = r == self ? topology::usableCpus() : topology::cpusOf(pids[static_cast<size_t>(r)]);
+    cpus.push_back(c.empty() ? topology::usableCpus() : std::move(c));  // unreadable: assume ours
+  }
+  return topology::eachHasOwnCpu(cpus);
+}
+}  // namespace
 
 Communicator::Communicator(uint64_t hash, int rank, std::vector<pid_t> pids, HostMap hosts, shm::Segment segment,
                            std::shared_ptr<const topology::Topology> topo, topology::Plan plan,
@@ -34,14 +48,15 @@ Communicator::Communicator(uint64_t hash, int rank, std::vector<pid_t> pids, Hos
       self_(std::move(self)) {
   const int host = hosts_.hostOf[rank_];
   const auto& mates = hosts_.ranksOn[host];
-  tuning_ = Tuning::fromEnv(static_cast<int>(mates.size()));
+  const bool ownCpus = localRanksHaveCpus(mates, pids_, rank_);
+  tuning_ = Tuning::fromEnv(ownCpus);
   reduceExact_ = opts.reduceExact >= 0 ? opts.reduceExact == 1 : env::getInt("CFX_REDUCE_EXACT") != 0;
   // Registered buffers serve the shared-memory collectives of one host (ops/zero_copy.h).
   if (hosts_.nhosts() > 1) tuning_.registered = false;
   std::vector<pid_t> localPids;
   for (int r : mates) localPids.push_back(pids_[r]);
   ctx_ = std::make_unique<Context>(std::move(segment), hosts_.localRankOf[rank_], std::move(localPids),
-                                   WaitSettings::fromEnv(opts.timeoutMs, static_cast<int>(mates.size())));
+                                   WaitSettings::fromEnv(opts.timeoutMs, ownCpus));
   ctx_->setCommRanks(mates);
   tuning_.domains = ctx_->domains();
   if (int64_t entries = env::getInt("CFX_FLIGHT_RECORDER_ENTRIES"); entries > 0) {
@@ -133,7 +148,9 @@ void Communicator::logInit(const std::string& binding) const {
     }
     logInfo("TOPO rank " + std::to_string(rank_) + " " + topology::describeRank(*topo_, self_) + "; " + binding +
             (ctx_->domains() >= 2 ? "; two-level reduction over " + std::to_string(ctx_->domains()) + " NUMA domains"
-                                  : "; flat reduction"));
+                                  : "; flat reduction") +
+            "; waits: spin " + std::to_string(ctx_->wait().spin) + " polls, then " + std::to_string(ctx_->wait().yields) +
+            " yields");
   }
   std::string where = hosts_.nhosts() == 1
                           ? std::string("transport shm (all ranks on one host)")
@@ -195,9 +212,10 @@ std::unique_ptr<Communicator> Communicator::form(bootstrap::Client& client, cons
   client.barrier(created).raise();
   // The others attach; the leader unlinks the name once all have, so nothing outlives a crash.
   Outcome attached = leader ? Outcome{} : setup::capture([&] { segment = shm::Segment::open(setup::segmentName(hash)); });
+  // Before the barrier: past it, every rank's CPUs are final (the wait settings depend on them).
+  if (bind && attached.ok()) attached = setup::capture([&] { bind(s); });
   client.barrier(attached).raise();
   if (leader) segment.unlink();
-  if (bind) bind(s);
 
   const bool multiHost = hosts.nhosts() > 1;
   std::unique_ptr<Communicator> comm(new Communicator(hash, rank, std::move(pids), std::move(hosts),

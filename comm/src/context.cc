@@ -8,17 +8,16 @@
 #include "ops/call_tag.h"
 #include "reduce/kernels.h"
 #include "stall.h"
-#include "topology/cpus.h"
 #include "transport/shm/liveness.h"
 
 namespace conflux {
 
-WaitSettings WaitSettings::fromEnv(int timeoutMsOverride, int localRanks) {
+WaitSettings WaitSettings::fromEnv(int timeoutMsOverride, bool ownCpus) {
   WaitSettings w;
   if (env::getString("CFX_SPIN") == "auto") {
     // Spinning only pays when every rank has a core; otherwise a waiting rank must give its core
     // to the rank it waits for.
-    w.spin = localRanks <= topology::usableCpuCount() ? 2000 : 0;
+    w.spin = ownCpus ? 2000 : 0;
   } else {
     w.spin = static_cast<int>(std::max<int64_t>(0, env::getInt("CFX_SPIN")));
   }
@@ -26,7 +25,7 @@ WaitSettings WaitSettings::fromEnv(int timeoutMsOverride, int localRanks) {
     // With more ranks than cores, the rank a wait needs is usually runnable on this core: yielding
     // hands the core over at once, where a sleep costs a futex wake-up and a reschedule on each
     // side (an 8 B torch all_reduce at 4 ranks on 2 cores: 47 us with 8 yields, 23-28 us with 1000).
-    w.yields = localRanks <= topology::usableCpuCount() ? 8 : 1000;
+    w.yields = ownCpus ? 8 : 1000;
   } else {
     w.yields = static_cast<int>(std::max<int64_t>(0, env::getInt("CFX_YIELDS")));
   }

@@ -38,7 +38,9 @@ struct WaitSettings {
   int runAhead = kDefaultRunAhead;
   static constexpr int kDefaultRunAhead = 32;
   static constexpr int kMaxRunAhead = static_cast<int>(kMailboxSlots) - 2;
-  static WaitSettings fromEnv(int timeoutMsOverride, int localRanks);
+  // `ownCpus`: each local rank can have a CPU of its own (topology::eachHasOwnCpu), so a wait may
+  // spin; otherwise it hands its core over at once.
+  static WaitSettings fromEnv(int timeoutMsOverride, bool ownCpus);
 };
 
 // Throws Error(kInvalidUsage) describing both calls.

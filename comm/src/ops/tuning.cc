@@ -2,7 +2,6 @@
 
 #include "common/env.h"
 #include "common/error.h"
-#include "topology/cpus.h"
 #include "transport/shm/cma.h"
 
 namespace conflux {
@@ -26,7 +25,7 @@ const char* netAlgoName(NetAlgo a) {
   }
 }
 
-Tuning Tuning::fromEnv(int localRanks) {
+Tuning Tuning::fromEnv(bool ownCpus) {
   Tuning t;
   std::string algo = env::getString("CFX_ALGO");
   if (algo == "direct") {
@@ -55,7 +54,7 @@ Tuning Tuning::fromEnv(int localRanks) {
   if (cma != "auto" && cma != "0" && cma != "1") throw Error(Status::kInvalidArgument, "CFX_CMA must be auto, 0 or 1");
   // auto: where the host allows it and every local rank has a CPU (oversubscribed ranks lose
   // more to the unpipelined copy than they save).
-  t.cma = cma == "1" || (cma == "auto" && shm::cmaAvailable() && localRanks <= topology::usableCpuCount());
+  t.cma = cma == "1" || (cma == "auto" && shm::cmaAvailable() && ownCpus);
   int64_t cmaMin = env::getInt("CFX_CMA_MIN_BYTES");
   if (cmaMin < 0) throw Error(Status::kInvalidArgument, "CFX_CMA_MIN_BYTES must be >= 0");
   t.cmaMinBytes = static_cast<size_t>(cmaMin);

@@ -51,8 +51,8 @@ struct Tuning {
   // moves less memory (measured; perf/RESULTS.md).
   static constexpr size_t kCmaMaxGatherBytes = 16 << 20;
 
-  // `localRanks` ranks share this host: single copies need every rank on its own CPU.
-  static Tuning fromEnv(int localRanks);
+  // `ownCpus`: each rank of this host can have a CPU of its own (single copies need it).
+  static Tuning fromEnv(bool ownCpus);
   // Whether a Send of `bytes` to another rank of this host offers its buffer for a single copy.
   // Off by default: process_vm_readv moved at most ~7 GB/s on the development machine (a VM, where
   // pinning the pages dominates), below the two-copy ring at every size (perf/RESULTS.md).
