@@ -65,6 +65,10 @@ TEST(Args, InvalidArgumentsAreRejected) {
     EXPECT_INVALID(cfxCommGetTimeout(c, nullptr), c, "timeoutMs is NULL");
     EXPECT_EQ(cfxCommGetTimeout(c, &timeoutMs), cfxSuccess);
     EXPECT_EQ(timeoutMs, 300000);  // CFX_TIMEOUT's default
+    int spinPolls = -1;
+    EXPECT_INVALID(cfxCommGetSpin(c, nullptr), c, "spinPolls is NULL");
+    EXPECT_EQ(cfxCommGetSpin(c, &spinPolls), cfxSuccess);
+    EXPECT_TRUE(spinPolls == 0 || spinPolls == 2000) << spinPolls;  // CFX_SPIN=auto: this host decides
     {
       cfxConfig_t cfg = CFX_CONFIG_INITIALIZER;
       cfg.timeoutMs = 1234;

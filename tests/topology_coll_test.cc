@@ -130,6 +130,9 @@ void pinnedRanks(bool shareOneCpu) {
     const std::string log = readLog();
     const std::string want = shareOneCpu ? "waits: spin 0 polls, then 1000 yields" : "waits: spin 2000 polls, then 8 yields";
     EXPECT_NE(log.find(want), std::string::npos) << "rank " << rk.rank << ": log lacks '" << want << "':\n" << log;
+    int spinPolls = -1;
+    CFX_ASSERT_OK(cfxCommGetSpin(rk.comm, &spinPolls));
+    EXPECT_EQ(spinPolls, shareOneCpu ? 0 : 2000) << "what layered libraries (the PyTorch backend) are told";
     EXPECT_EQ(runCase(rk, CollKind::kAllReduce, cfxFloat32, cfxSum, 100003, false), "");
   }, o);
 }

@@ -161,6 +161,11 @@ CFX_API cfxResult_t cfxCommHost(const cfxComm_t comm, int* host, int* nhosts);
  * with cfxTimeout (its config's timeoutMs, else CFX_TIMEOUT), in milliseconds. Libraries layered on a
  * communicator (the staged GPU path) bound their own waits with it. */
 CFX_API cfxResult_t cfxCommGetTimeout(const cfxComm_t comm, int* timeoutMs);
+/* Conflux extension: how many times a wait of this communicator polls before it yields its CPU
+ * (CFX_SPIN; auto: 2000 when each rank of this host can have a CPU of its own, judged from the CPUs
+ * each may run on, else 0). Libraries layered on a communicator (the PyTorch backend's worker) let
+ * their own waits spin only when it is above 0. */
+CFX_API cfxResult_t cfxCommGetSpin(const cfxComm_t comm, int* spinPolls);
 
 /* Host streams: operations issued on one run asynchronously, in issue order. NULL means blocking. */
 CFX_API cfxResult_t cfxStreamCreate(cfxStream_t* stream);

@@ -250,6 +250,14 @@ cfxResult_t cfxCommGetTimeout(const cfxComm_t comm, int* timeoutMs) {
   });
 }
 
+cfxResult_t cfxCommGetSpin(const cfxComm_t comm, int* spinPolls) {
+  return guarded("cfxCommGetSpin", comm, [&] {
+    CommRef ref(comm);
+    if (spinPolls == nullptr) throw Error(Status::kInvalidArgument, "spinPolls is NULL");
+    *spinPolls = ref->context().wait().spin;
+  });
+}
+
 cfxResult_t cfxCommGetAsyncError(cfxComm_t comm, cfxResult_t* asyncError) {
   return guarded("cfxCommGetAsyncError", comm, [&] {
     CommRef ref(comm);

@@ -5,7 +5,6 @@
 
 #include <cstring>
 #include <numeric>
-#include <thread>
 
 #include "host_copies.h"
 #include "types.h"
@@ -63,15 +62,16 @@ ConfluxBackend::ConfluxBackend(const c10::intrusive_ptr<c10d::Store>& store, int
     : c10d::Backend(rank, size),
       comm_(std::make_shared<Communicator>(store, rank, size, timeout)),
       cuda_(std::make_shared<CudaPath>(comm_)),
-      // Spin-then-sleep only when the job's ranks can each have a CPU (as CFX_SPIN=auto decides).
-      spin_(static_cast<unsigned>(size) <= std::thread::hardware_concurrency()),
+      // Spin-then-sleep only where Conflux's own waits spin (CFX_SPIN, auto: each rank of this
+      // host can have a CPU of its own).
+      spin_(comm_->spins()),
       worker_(spin_) {}
 
 ConfluxBackend::ConfluxBackend(std::shared_ptr<Communicator> comm)
     : c10d::Backend(comm->rank(), comm->size()),
       comm_(std::move(comm)),
       cuda_(std::make_shared<CudaPath>(comm_)),
-      spin_(static_cast<unsigned>(comm_->size()) <= std::thread::hardware_concurrency()),
+      spin_(comm_->spins()),
       worker_(spin_) {}
 
 ConfluxBackend::~ConfluxBackend() { shutdown(); }

@@ -78,6 +78,12 @@ std::vector<int> Communicator::failedRanks() const {
   return failed;
 }
 
+bool Communicator::spins() const {
+  int polls = 0;
+  check(cfxCommGetSpin(comm_, &polls), "get_spin");
+  return polls > 0;
+}
+
 void Communicator::check(cfxResult_t r, const char* op) const {
   if (r == cfxSuccess) return;
   C10_THROW_ERROR(DistBackendError, std::string("conflux ") + op + " failed on rank " + std::to_string(rank_) +

@@ -34,6 +34,9 @@ class Communicator {
   // Throws c10::DistBackendError "conflux <op> failed on rank R of N: <result>: <Conflux's message>"
   // unless r is cfxSuccess.
   void check(cfxResult_t r, const char* op) const;
+  // Whether this communicator's waits spin before they yield their CPU (cfxCommGetSpin): the
+  // backend's worker and Work::wait() poll before they sleep only then.
+  bool spins() const;
 
   // cfxCommShrink without `exclude` (group ranks); `abortFirst`: CFX_SHRINK_ABORT. Throws
   // c10::DistBackendError on failure.

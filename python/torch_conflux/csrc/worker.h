@@ -23,7 +23,7 @@ class Worker {
  public:
   using Task = std::function<void()>;
 
-  // spin: poll briefly for new work before sleeping (when this job's ranks fit on the CPUs).
+  // spin: poll briefly for new work before sleeping (where Conflux's own waits spin).
   explicit Worker(bool spin);
   ~Worker();  // stop()
   Worker(const Worker&) = delete;
