@@ -80,8 +80,11 @@ class Mirror {
     m_->upload(send_, b_.send.data(), b_.send.size());
     m_->upload(recv_, b_.recv.data(), b_.recv.size());
   }
+  // Both buffers: in-place ReduceScatter's output lies in the send buffer.
   void download(cfxtest::CallBuffers& b) {
-    if (m_ != nullptr) m_->download(b.recv.data(), recv_, b.recv.size());
+    if (m_ == nullptr) return;
+    m_->download(b.recv.data(), recv_, b.recv.size());
+    m_->download(b.send.data(), send_, b.send.size());
   }
 
  private:
