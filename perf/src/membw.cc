@@ -7,6 +7,9 @@
 //   add      a[i] = b[i] + c[i]     (plain stores, compiler-vectorised; stores read the line first)
 //   add_nt   a[i] = b[i] + c[i]     (non-temporal stores: AVX-512 where the CPU has it, else AVX2)
 //   acc      a[i] += b[i]           (in place, as a reduction into an output does)
+//   add2_nt  a[i] = d[i] = b[i] + c[i]  (non-temporal stores into two outputs: registered
+//            AllReduce's pattern at 2 ranks, two reads for two writes; on the AMD EPYC VM it
+//            moved more traffic than add_nt, perf/RESULTS.md 2026-11-28 (fourth))
 //   xcore    a hand-off between two cores, as a staged collective does: thread 0 copies 512 KiB
 //            chunks of its buffer into one of two shared slots and raises a flag, thread 1 copies
 //            each slot into its own buffer and lowers it (2 threads only; payload = bytes handed
@@ -14,11 +17,12 @@
 //            changes, while the single-core kernels above do not.
 // xcore is measured only when asked for (--kernels ...,xcore) and only at 2 threads.
 // Printed per kernel and thread count: payload GB/s (bytes of result per second, all threads) and
-// traffic GB/s (STREAM's accounting: memcpy 2x, add/add_nt/acc 3x the payload), median and best.
-// The last line, `# bound traffic_gbps T X`, is the best median traffic of add and add_nt at the
-// largest thread count: perf/compare divides each collective's minimum DRAM traffic by it.
+// traffic GB/s (STREAM's accounting: memcpy 2x, add/add_nt/acc 3x, add2_nt 4x the payload, which
+// is one output's bytes), median and best. The last line, `# bound traffic_gbps T X`, is the best
+// median traffic of add, add_nt and add2_nt at the largest thread count: perf/compare divides each
+// collective's minimum DRAM traffic by it.
 //
-//   membw [--size MiB] [--reps N] [--threads 1,2] [--kernels memcpy,add,add_nt,acc]
+//   membw [--size MiB] [--reps N] [--threads 1,2] [--kernels memcpy,add,add_nt,acc,add2_nt]
 #include <immintrin.h>
 #include <pthread.h>
 #include <sched.h>
@@ -44,7 +48,7 @@ struct Options {
   size_t bytes = size_t{256} << 20;
   int reps = 7;
   std::vector<int> threads;
-  std::vector<std::string> kernels{"memcpy", "add", "add_nt", "acc"};
+  std::vector<std::string> kernels{"memcpy", "add", "add_nt", "acc", "add2_nt"};
 };
 
 std::vector<std::string> split(const std::string& s) {
@@ -89,19 +93,44 @@ __attribute__((target("avx2"))) void addStream256(float* a, const float* b, cons
   _mm_sfence();
 }
 
-using AddFn = void (*)(float*, const float*, const float*, size_t);
-
-AddFn pickStreamAdd(const char** isa) {
-  __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx512f")) {
-    *isa = "avx512f";
-    return addStream512;
+__attribute__((target("avx512f"))) void add2Stream512(float* a, float* d, const float* b, const float* c, size_t n) {
+  for (size_t i = 0; i < n; i += 16) {
+    const __m512 v = _mm512_add_ps(_mm512_load_ps(b + i), _mm512_load_ps(c + i));
+    _mm512_stream_ps(a + i, v);
+    _mm512_stream_ps(d + i, v);
   }
-  *isa = "avx2";
-  return addStream256;
+  _mm_sfence();
 }
 
-int traffic(const std::string& kernel) { return kernel == "memcpy" || kernel == "xcore" ? 2 : 3; }
+__attribute__((target("avx2"))) void add2Stream256(float* a, float* d, const float* b, const float* c, size_t n) {
+  for (size_t i = 0; i < n; i += 8) {
+    const __m256 v = _mm256_add_ps(_mm256_load_ps(b + i), _mm256_load_ps(c + i));
+    _mm256_stream_ps(a + i, v);
+    _mm256_stream_ps(d + i, v);
+  }
+  _mm_sfence();
+}
+
+using AddFn = void (*)(float*, const float*, const float*, size_t);
+using Add2Fn = void (*)(float*, float*, const float*, const float*, size_t);
+
+// The streaming kernels for this CPU: AVX-512 where it has it, else AVX2.
+struct StreamKernels {
+  AddFn add;
+  Add2Fn add2;
+  const char* isa;
+};
+
+StreamKernels pickStreamKernels() {
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f")) return {addStream512, add2Stream512, "avx512f"};
+  return {addStream256, add2Stream256, "avx2"};
+}
+
+int traffic(const std::string& kernel) {
+  if (kernel == "memcpy" || kernel == "xcore") return 2;
+  return kernel == "add2_nt" ? 4 : 3;
+}
 
 // xcore: thread 0 hands `bytes` over to thread 1 through two shared 512 KiB slots; the time of
 // each measured pass, in seconds.
@@ -150,7 +179,8 @@ std::vector<double> handOff(const std::vector<int>& cpus, const Options& o) {
 }
 
 // One kernel on `cpus.size()` threads: the slowest thread's time of each measured pass, in seconds.
-std::vector<double> run(const std::string& kernel, const std::vector<int>& cpus, const Options& o, AddFn addStream) {
+std::vector<double> run(const std::string& kernel, const std::vector<int>& cpus, const Options& o,
+                        const StreamKernels& stream) {
   if (kernel == "xcore") return handOff(cpus, o);
   const size_t n = o.bytes / sizeof(float);
   const size_t nthreads = cpus.size();
@@ -166,10 +196,12 @@ std::vector<double> run(const std::string& kernel, const std::vector<int>& cpus,
       auto* a = static_cast<float*>(std::aligned_alloc(64, o.bytes));
       auto* b = static_cast<float*>(std::aligned_alloc(64, o.bytes));
       auto* c = static_cast<float*>(std::aligned_alloc(64, o.bytes));
+      float* d = kernel == "add2_nt" ? static_cast<float*>(std::aligned_alloc(64, o.bytes)) : nullptr;
       for (size_t i = 0; i < n; ++i) {  // first touch, by the thread that uses them
         a[i] = 0.0f;
         b[i] = static_cast<float>(i & 1023);
         c[i] = 1.0f;
+        if (d != nullptr) d[i] = 0.0f;
       }
       for (int r = -1; r < o.reps; ++r) {  // r = -1: warm-up
         sync.arrive_and_wait();
@@ -179,7 +211,9 @@ std::vector<double> run(const std::string& kernel, const std::vector<int>& cpus,
         } else if (kernel == "add") {
           addPlain(a, b, c, n);
         } else if (kernel == "add_nt") {
-          addStream(a, b, c, n);
+          stream.add(a, b, c, n);
+        } else if (kernel == "add2_nt") {
+          stream.add2(a, d, b, c, n);
         } else {
           accPlain(a, b, n);
         }
@@ -190,6 +224,7 @@ std::vector<double> run(const std::string& kernel, const std::vector<int>& cpus,
       std::free(a);
       std::free(b);
       std::free(c);
+      std::free(d);
     });
   }
   for (auto& th : pool) th.join();
@@ -201,7 +236,7 @@ std::vector<double> run(const std::string& kernel, const std::vector<int>& cpus,
 }
 
 int usage(const char* why) {
-  std::fprintf(stderr, "membw: %s\nusage: membw [--size MiB] [--reps N] [--threads 1,2] [--kernels memcpy,add,add_nt,acc]\n",
+  std::fprintf(stderr, "membw: %s\nusage: membw [--size MiB] [--reps N] [--threads 1,2] [--kernels memcpy,add,add_nt,acc,add2_nt]\n",
                why);
   return 2;
 }
@@ -234,29 +269,29 @@ int main(int argc, char** argv) {
     if (t < 1 || t > static_cast<int>(cpus.size())) return usage("--threads: between 1 and the CPUs this process may use");
   }
   for (const auto& k : o.kernels) {
-    if (k != "memcpy" && k != "add" && k != "add_nt" && k != "acc" && k != "xcore") {
+    if (k != "memcpy" && k != "add" && k != "add_nt" && k != "acc" && k != "add2_nt" && k != "xcore") {
       return usage(("unknown kernel " + k).c_str());
     }
   }
-  const char* isa = "";
-  const AddFn addStream = pickStreamAdd(&isa);
-  std::printf("# membw: %zu MiB per buffer, 3 buffers per thread, %d passes after a warm-up, add_nt with %s\n",
-              o.bytes >> 20, o.reps, isa);
+  const StreamKernels stream = pickStreamKernels();
+  std::printf("# membw: %zu MiB per buffer, 3 buffers per thread (4 for add2_nt), %d passes after a warm-up, "
+              "add_nt and add2_nt with %s\n",
+              o.bytes >> 20, o.reps, stream.isa);
   std::printf("# %-8s %7s %14s %12s %14s %12s\n", "kernel", "threads", "payload_med", "payload_best", "traffic_med",
               "traffic_best");
-  std::map<int, double> bound;  // threads -> best median traffic of add, add_nt
+  std::map<int, double> bound;  // threads -> best median traffic of add, add_nt, add2_nt
   for (int t : o.threads) {
     const std::vector<int> use(cpus.begin(), cpus.begin() + t);
     for (const auto& k : o.kernels) {
       if (k == "xcore" && t != 2) continue;
-      std::vector<double> s = run(k, use, o, addStream);
+      std::vector<double> s = run(k, use, o, stream);
       std::sort(s.begin(), s.end());
       const double bytes = static_cast<double>(o.bytes) * (k == "xcore" ? 1 : t);
       const double med = bytes / s[s.size() / 2] / 1e9;
       const double best = bytes / s.front() / 1e9;
       std::printf("  %-8s %7d %14.2f %12.2f %14.2f %12.2f\n", k.c_str(), t, med, best, med * traffic(k),
                   best * traffic(k));
-      if (k == "add" || k == "add_nt") bound[t] = std::max(bound[t], med * traffic(k));
+      if (k == "add" || k == "add_nt" || k == "add2_nt") bound[t] = std::max(bound[t], med * traffic(k));
     }
   }
   if (!bound.empty() && bound.rbegin()->second > 0) {
