@@ -183,8 +183,9 @@ TEST_P(RegisteredTest, LargeMessagesAtTheDefaultThreshold) {
 }
 
 // AllReduce and Reduce write their outputs one way with ordinary stores (reduced into one output,
-// copied into the others) and another with streaming stores (reduced into scratch, streamed into
-// every output): each kind forced.
+// copied into the others) and another with streaming stores (reduced tile by tile, each tile
+// streamed into every output); ReduceScatter straight into its output with either kind: each kind
+// forced.
 RunOptions storesForced(bool streaming) {
   RunOptions o;
   o.env = {streaming ? "CFX_STREAMING_STORES=1" : "CFX_STREAMING_STORES=0"};

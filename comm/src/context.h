@@ -200,7 +200,7 @@ class Context {
   WaitSettings wait_;
   std::vector<shm::Channel> channels_;
   StoreChooser stores_{StoreChooser::modeFromEnv()};
-  StoreChooser zeroCopyStores_{StoreChooser::modeFromEnv(), "registered AllReduce and Reduce", true};
+  StoreChooser zeroCopyStores_{StoreChooser::modeFromEnv(), "registered AllReduce, Reduce and ReduceScatter", true};
   BufferRegistry registry_;
   // The lowest operation every rank had finished when last read: allFinished answers from it
   // without touching the peers' cache lines (their counters only grow).

@@ -6,6 +6,7 @@
 #include "ops/collective.h"
 #include "ops/copy.h"
 #include "reduce/kernels.h"
+#include "reduce/stream_out.h"
 
 namespace conflux {
 
@@ -30,10 +31,14 @@ bool overlaps(const std::byte* a, const std::byte* b, size_t bytes) {
 //                     output (this rank's own for AllReduce, the root's for Reduce; scratch when
 //                     that output is also an input, in place) and copied from there, still in L1,
 //                     into the others: inputs read and outputs written as one stream;
-//   streaming stores: reduced into scratch, then streamed into every output, so no output is read
-//                     for ownership.
-// On the Intel VM (streaming stores slow) the first ran 1.15-1.2x faster than the second; on the
-// 16-core host (streaming stores fast) the second was faster (perf/RESULTS.md, 2026-11-27). For
+//   streaming stores: reduced tile by tile (a few lines, in L1) and each tile streamed into every
+//                     output (reduce::reduceStreamed), so no output is read for ownership and the
+//                     reads and the streaming stores interleave finely; through 64 KiB of scratch
+//                     when the outputs' alignments differ.
+// On the Intel VM (streaming stores slow) the first ran 1.15-1.2x faster than streaming through
+// 64 KiB of scratch; on the 16-core host (streaming stores fast) streaming was faster
+// (perf/RESULTS.md, 2026-11-27), and on the AMD EPYC VM tiles streamed 1.28x faster than 64 KiB
+// through scratch (2026-11-28 (fourth)). For
 // messages of kStreamingMinBytes or more the rank's zero-copy store chooser picks one, timing whole
 // spans of both kinds in its first large messages after the first (ops/copy.h). Smaller messages,
 // and calls in place on every rank (each output block an input block just read, in cache: ordinary
@@ -51,6 +56,7 @@ class SliceReducer {
       if (a.coll == Coll::kReduce && r != a.root) continue;
       out_.push_back(r == me ? static_cast<std::byte*>(a.recv) : ctx.registeredBuffer(r, seq, true));
     }
+    dsts_.resize(out_.size());
     sliceOf(a.count, es_, me, n_, lo_, hi_);
     const size_t bytes = (hi_ - lo_) * es_;
     intoOutput_ = true;
@@ -98,6 +104,12 @@ class SliceReducer {
     }
   }
   void streamed(size_t b, size_t len) {
+    for (int r = 0; r < n_; ++r) srcs_[r] = in_[r] + b * es_;
+    for (size_t k = 0; k < out_.size(); ++k) dsts_[k] = out_[k] + b * es_;
+    if (reduce::reduceStreamed(dsts_.data(), static_cast<int>(dsts_.size()), srcs_.data(), n_, len, a_.datatype,
+                               a_.op, n_)) {
+      return;
+    }
     reduceInto(scratch_, b, len);
     for (std::byte* o : out_) copyOut(o + b * es_, scratch_, len * es_, true);
   }
@@ -109,13 +121,15 @@ class SliceReducer {
   std::vector<const std::byte*> in_;
   std::vector<std::byte*> out_;
   std::vector<const void*> srcs_;
+  std::vector<void*> dsts_;
   size_t lo_ = 0, hi_ = 0;
   bool intoOutput_ = true;
   bool inPlace_ = false;
 };
 
 // ReduceScatter: this rank's block of every input, reduced into its output (through the scratch
-// block when the output is this rank's own input block, reduced in place).
+// block when the output is this rank's own input block, reduced in place). Large messages out of
+// place may stream into the output (reduce::reduceStreamed), as the stores chooser says.
 void reduceOwnBlock(Context& ctx, const CollArgs& a, uint64_t seq, std::byte* block) {
   const int n = ctx.size(), me = ctx.rank();
   const size_t es = reduce::dataTypeSize(a.datatype);
@@ -126,18 +140,30 @@ void reduceOwnBlock(Context& ctx, const CollArgs& a, uint64_t seq, std::byte* bl
   }
   auto* recv = static_cast<std::byte*>(a.recv);
   const bool inPlace = recv == in[me];
+  const bool large = a.count * es * n >= kStreamingMinBytes && !inPlace;  // the message: every block
   const size_t per = kZeroCopyBlockBytes / es;
   std::vector<const void*> srcs(n);
   for (size_t b = 0; b < a.count; b += per) {
     const size_t len = std::min(per, a.count - b);
     for (int r = 0; r < n; ++r) srcs[r] = in[r] + b * es;
-    if (inPlace) {
-      reduce::reduce(block, srcs.data(), n, len, a.datatype, a.op, n);
-      std::memcpy(recv + b * es, block, len * es);
-    } else {
-      reduce::reduce(recv + b * es, srcs.data(), n, len, a.datatype, a.op, n);
+    void* out = recv + b * es;
+    auto ordinary = [&] {
+      if (inPlace) {
+        reduce::reduce(block, srcs.data(), n, len, a.datatype, a.op, n);
+        std::memcpy(out, block, len * es);
+      } else {
+        reduce::reduce(out, srcs.data(), n, len, a.datatype, a.op, n);
+      }
+    };
+    if (!large) {
+      ordinary();
+      continue;
     }
+    ctx.zeroCopyStores().run(len * es, [&](bool streaming) {
+      if (!streaming || !reduce::reduceStreamed(&out, 1, srcs.data(), n, len, a.datatype, a.op, n)) ordinary();
+    });
   }
+  if (large) ctx.zeroCopyStores().warmedUp();
 }
 
 void gather(Context& ctx, const CollArgs& a, uint64_t seq) {

@@ -5,7 +5,9 @@
 //   AllReduce, Reduce: rank r reduces its slice of the message from every rank's input, in rank
 //                      order, block by block into one output (or a cache-sized scratch block),
 //                      and copies the block into every other output (the root's only, for Reduce);
-//   ReduceScatter:     rank r reduces its own block from every rank's input into its output;
+//                      or, with streaming stores, tile by tile streamed into every output;
+//   ReduceScatter:     rank r reduces its own block from every rank's input into its output
+//                      (streamed, when the stores chooser picks streaming stores);
 //   AllGather:         rank r copies every rank's input into its output;
 //   Broadcast:         every rank copies the root's input into its output.
 // Reductions run the same kernel over the same inputs in the same rank order as the staged path,
