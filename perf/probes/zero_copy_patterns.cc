@@ -7,11 +7,14 @@
 //   3  one fused pass: each sum stored into both outputs
 //   4  the same with streaming stores
 //   5  a plain a = b + c into one output (the shape of perf/membw's add kernel)
+//   6  512-byte tiles reduced in L1, each streamed into both outputs line by line (the path of
+//      reduce::reduceStreamed, comm/src/reduce/stream_out.h)
 // Not built by CMake (it needs AVX-512F):
 //   g++ -O2 -mavx512f -o /tmp/zc perf/probes/zero_copy_patterns.cc -lpthread
 //   /tmp/zc MIB VARIANT [BLOCK_KIB]      e.g. for v in 0 2 3; do /tmp/zc 128 $v 4; done
 // On the Intel VM (2026-11-27), 128 MiB: 0 with 64 KiB blocks 36-38 ms, 3 26.5-28.5 ms, 2 with
-// 4 KiB blocks 28.1-28.4 ms (perf/RESULTS.md).
+// 4 KiB blocks 28.1-28.4 ms (perf/RESULTS.md). On the AMD EPYC VM (2026-11-28), medians of 6 runs:
+// 4 12.6 ms, 1 with 64 KiB blocks 17.5-18, 1 with 1 KiB blocks 14.7, 2 with 4 KiB blocks 19.6.
 #include <immintrin.h>
 #include <pthread.h>
 #include <sched.h>
@@ -58,6 +61,19 @@ void copy(float* o, const float* a, size_t n, bool streaming) {
     return;
   }
   for (size_t i = 0; i < n; i += 16) _mm512_stream_ps(o + i, _mm512_loadu_ps(a + i));
+}
+
+void tiled(float* o1, float* o2, const float* a, const float* b, size_t n) {
+  alignas(64) float t[128];
+  for (size_t base = 0; base < n; base += 128) {
+    const size_t m = std::min<size_t>(128, n - base);
+    for (size_t i = 0; i < m; ++i) t[i] = a[base + i] + b[base + i];
+    for (size_t i = 0; i < m; i += 16) {
+      const __m512 v = _mm512_load_ps(t + i);
+      _mm512_stream_ps(o1 + base + i, v);
+      _mm512_stream_ps(o2 + base + i, v);
+    }
+  }
 }
 
 void fused(float* o1, float* o2, const float* a, const float* b, size_t n, bool streaming) {
@@ -113,6 +129,7 @@ int main(int argc, char** argv) {
             break;
           case 3:
           case 4: fused(out[0] + b, out[1] + b, in[0] + b, in[1] + b, len, variant == 4); break;
+          case 6: tiled(out[0] + b, out[1] + b, in[0] + b, in[1] + b, len); break;
           default: add(out[me] + b, in[0] + b, in[1] + b, len); break;
         }
       }
