@@ -79,52 +79,40 @@ void accPlain(float* __restrict a, const float* __restrict b, size_t n) {
   for (size_t i = 0; i < n; ++i) a[i] += b[i];
 }
 
-__attribute__((target("avx512f"))) void addStream512(float* a, const float* b, const float* c, size_t n) {
-  for (size_t i = 0; i < n; i += 16) {
-    _mm512_stream_ps(a + i, _mm512_add_ps(_mm512_load_ps(b + i), _mm512_load_ps(c + i)));
-  }
-  _mm_sfence();
-}
-
-__attribute__((target("avx2"))) void addStream256(float* a, const float* b, const float* c, size_t n) {
-  for (size_t i = 0; i < n; i += 8) {
-    _mm256_stream_ps(a + i, _mm256_add_ps(_mm256_load_ps(b + i), _mm256_load_ps(c + i)));
-  }
-  _mm_sfence();
-}
-
-__attribute__((target("avx512f"))) void add2Stream512(float* a, float* d, const float* b, const float* c, size_t n) {
+// b + c with streaming stores into a and, for add2_nt, into d too.
+template <bool kTwo>
+__attribute__((target("avx512f"))) void addStream512(float* a, float* d, const float* b, const float* c, size_t n) {
   for (size_t i = 0; i < n; i += 16) {
     const __m512 v = _mm512_add_ps(_mm512_load_ps(b + i), _mm512_load_ps(c + i));
     _mm512_stream_ps(a + i, v);
-    _mm512_stream_ps(d + i, v);
+    if constexpr (kTwo) _mm512_stream_ps(d + i, v);
   }
   _mm_sfence();
 }
 
-__attribute__((target("avx2"))) void add2Stream256(float* a, float* d, const float* b, const float* c, size_t n) {
+template <bool kTwo>
+__attribute__((target("avx2"))) void addStream256(float* a, float* d, const float* b, const float* c, size_t n) {
   for (size_t i = 0; i < n; i += 8) {
     const __m256 v = _mm256_add_ps(_mm256_load_ps(b + i), _mm256_load_ps(c + i));
     _mm256_stream_ps(a + i, v);
-    _mm256_stream_ps(d + i, v);
+    if constexpr (kTwo) _mm256_stream_ps(d + i, v);
   }
   _mm_sfence();
 }
 
-using AddFn = void (*)(float*, const float*, const float*, size_t);
-using Add2Fn = void (*)(float*, float*, const float*, const float*, size_t);
+using AddFn = void (*)(float*, float*, const float*, const float*, size_t);
 
 // The streaming kernels for this CPU: AVX-512 where it has it, else AVX2.
 struct StreamKernels {
   AddFn add;
-  Add2Fn add2;
+  AddFn add2;
   const char* isa;
 };
 
 StreamKernels pickStreamKernels() {
   __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx512f")) return {addStream512, add2Stream512, "avx512f"};
-  return {addStream256, add2Stream256, "avx2"};
+  if (__builtin_cpu_supports("avx512f")) return {addStream512<false>, addStream512<true>, "avx512f"};
+  return {addStream256<false>, addStream256<true>, "avx2"};
 }
 
 int traffic(const std::string& kernel) {
@@ -211,7 +199,7 @@ std::vector<double> run(const std::string& kernel, const std::vector<int>& cpus,
         } else if (kernel == "add") {
           addPlain(a, b, c, n);
         } else if (kernel == "add_nt") {
-          stream.add(a, b, c, n);
+          stream.add(a, nullptr, b, c, n);
         } else if (kernel == "add2_nt") {
           stream.add2(a, d, b, c, n);
         } else {
