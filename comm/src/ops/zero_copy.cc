@@ -37,8 +37,8 @@ bool overlaps(const std::byte* a, const std::byte* b, size_t bytes) {
 //                     when the outputs' alignments differ.
 // On the Intel VM (streaming stores slow) the first ran 1.15-1.2x faster than streaming through
 // 64 KiB of scratch; on the 16-core host (streaming stores fast) streaming was faster
-// (perf/RESULTS.md, 2026-11-27), and on the AMD EPYC VM tiles streamed 1.28x faster than 64 KiB
-// through scratch (2026-11-28 (fourth)). For
+// (perf/RESULTS.md, 2026-11-27), and on the AMD EPYC VM streamed tiles made 2-rank AllReduce
+// 1.2-1.4x faster than 64 KiB through scratch (2026-11-28 (fourth)). For
 // messages of kStreamingMinBytes or more the rank's zero-copy store chooser picks one, timing whole
 // spans of both kinds in its first large messages after the first (ops/copy.h). Smaller messages,
 // and calls in place on every rank (each output block an input block just read, in cache: ordinary
@@ -88,8 +88,12 @@ class SliceReducer {
   }
 
  private:
-  void reduceInto(std::byte* dst, size_t b, size_t len) {
+  // srcs_: every input at element b.
+  void pointAt(size_t b) {
     for (int r = 0; r < n_; ++r) srcs_[r] = in_[r] + b * es_;
+  }
+  void reduceInto(std::byte* dst, size_t b, size_t len) {
+    pointAt(b);
     reduce::reduce(dst, srcs_.data(), n_, len, a_.datatype, a_.op, n_);
   }
   void direct(size_t from, size_t len) {
@@ -104,7 +108,7 @@ class SliceReducer {
     }
   }
   void streamed(size_t b, size_t len) {
-    for (int r = 0; r < n_; ++r) srcs_[r] = in_[r] + b * es_;
+    pointAt(b);
     for (size_t k = 0; k < out_.size(); ++k) dsts_[k] = out_[k] + b * es_;
     if (reduce::reduceStreamed(dsts_.data(), static_cast<int>(dsts_.size()), srcs_.data(), n_, len, a_.datatype,
                                a_.op, n_)) {

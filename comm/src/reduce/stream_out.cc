@@ -2,8 +2,8 @@
 
 #include <emmintrin.h>
 
-#include <cstdint>
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 
 #include "reduce/kernels.h"
