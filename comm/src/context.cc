@@ -87,6 +87,7 @@ void Context::publishBuffers(uint64_t seq, const void* send, size_t sendBytes, c
   PublishedBuffer* mine = control(rank_).buffers[seq & 1];
   mine[0] = send != nullptr ? registry_.find(send, sendBytes) : PublishedBuffer{};
   mine[1] = recv != nullptr ? registry_.find(recv, recvBytes) : PublishedBuffer{};
+  control(rank_).spansClaimed[seq & 1].store(0, std::memory_order_relaxed);  // published by the barrier that follows
 }
 
 std::byte* Context::registeredBuffer(int r, uint64_t seq, bool recv) {

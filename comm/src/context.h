@@ -111,6 +111,9 @@ class Context {
   bool isRegistered(int r, uint64_t seq, bool recv) const { return control(r).buffers[seq & 1][recv ? 1 : 0].id != 0; }
   // That buffer of another local rank, mapped here; nullptr when it is not registered.
   std::byte* registeredBuffer(int r, uint64_t seq, bool recv);
+  // The spans of local rank r's slice claimed so far in zero-copy operation `seq` (reset to 0 by
+  // publishBuffers): each fetch_add claims the next one.
+  std::atomic<uint64_t>& spansClaimed(int r, uint64_t seq) const { return control(r).spansClaimed[seq & 1]; }
 
   // Small-message mailboxes (see shm_layout.h).
   Mailbox& mailbox(int r, uint64_t seq) const { return control(r).mailbox[seq % kMailboxSlots]; }

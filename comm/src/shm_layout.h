@@ -20,7 +20,7 @@
 namespace conflux {
 
 inline constexpr uint64_t kSegmentMagic = 0x43465853484d3031ull;  // "CFXSHM01"
-inline constexpr uint32_t kSegmentVersion = 12;
+inline constexpr uint32_t kSegmentVersion = 13;
 
 struct OpDescriptor {
   uint64_t seq = 0;
@@ -82,6 +82,10 @@ struct alignas(64) RankControl {
   alignas(64) OpDescriptor desc[2];               // current op, double-buffered by sequence parity
   uint64_t cmaAddress[2];                         // the op's buffer for single-copy reads, same parity
   PublishedBuffer buffers[2][2];                  // the op's registered send and recv buffers, same parity
+  // Registered AllReduce and Reduce: how many spans of this rank's slice have been claimed, by
+  // this rank or by a peer done with its own (ops/zero_copy.cc); same parity, reset by this rank
+  // when it publishes its buffers. A line of its own: this rank bumps it once per span.
+  alignas(64) std::atomic<uint64_t> spansClaimed[2];
   int32_t domain;                                 // two-level reduction: this rank's NUMA domain
   // While a wait of this rank sleeps: 1 + the local rank it waits for first, and 1 + the
   // communicator rank on another host it waits for first; 0 otherwise. A peer that times out

@@ -3,6 +3,7 @@
 # but no hwloc, UCX, GoogleTest or Gloo, and no network to fetch them): this build's binaries, stripped,
 # in the build tree's layout, and the shared libraries they load that the GPU machine's image lacks.
 # Usage: tools/device/bundle.sh [BUILD] [DEST]   (defaults: build, .devcarry; DEST is git-ignored)
+#   AB_LIBS="name=DIR ...": also carry DIR's libconflux.so* as DEST/ab/name, for run.sh's libs_ab step.
 # Then: the device tool's run with carry [".devcarry"] and command "tools/device/run.sh".
 set -euo pipefail
 build=${1:-build}
@@ -24,6 +25,10 @@ for f in "$build"/comm/libconflux.so* "$build"/cuda/libconflux_cuda.so* "$build"
 done
 for f in "$build"/perf/*_perf "$build"/perf/*_perf_gloo "$build"/perf/*_perf_nccl; do
   [ -e "$f" ] && copy "$f"
+done
+for pair in ${AB_LIBS:-}; do
+  mkdir -p "$dest/ab/${pair%%=*}"
+  cp -a "${pair#*=}"/libconflux.so* "$dest/ab/${pair%%=*}/"
 done
 # The libraries outside the build tree and outside glibc/libstdc++ that those binaries load, except
 # NCCL's own (the GPU machine's PyTorch brings libnccl.so.2) and the CUDA driver.

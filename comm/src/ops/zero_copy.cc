@@ -1,6 +1,7 @@
 #include "ops/zero_copy.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 
 #include "ops/collective.h"
@@ -46,7 +47,14 @@ bool overlaps(const std::byte* a, const std::byte* b, size_t bytes) {
 class SliceReducer {
  public:
   SliceReducer(Context& ctx, const CollArgs& a, uint64_t seq, std::byte* scratch)
-      : a_(a), n_(ctx.size()), es_(reduce::dataTypeSize(a.datatype)), scratch_(scratch), in_(n_), srcs_(n_) {
+      : ctx_(ctx),
+        a_(a),
+        seq_(seq),
+        n_(ctx.size()),
+        es_(reduce::dataTypeSize(a.datatype)),
+        scratch_(scratch),
+        in_(n_),
+        srcs_(n_) {
     const int me = ctx.rank();
     for (int r = 0; r < n_; ++r) {
       in_[r] = r == me ? static_cast<const std::byte*>(a.send) : ctx.registeredBuffer(r, seq, false);
@@ -57,31 +65,41 @@ class SliceReducer {
       out_.push_back(r == me ? static_cast<std::byte*>(a.recv) : ctx.registeredBuffer(r, seq, true));
     }
     dsts_.resize(out_.size());
-    sliceOf(a.count, es_, me, n_, lo_, hi_);
-    const size_t bytes = (hi_ - lo_) * es_;
+    // Over the whole message: this rank may also reduce spans of its peers' slices (run()).
     intoOutput_ = true;
     for (int r = 0; r < n_; ++r) {
-      if (overlaps(out_[0] + lo_ * es_, in_[r] + lo_ * es_, bytes)) intoOutput_ = false;
+      if (overlaps(out_[0], in_[r], a.count * es_)) intoOutput_ = false;
     }
     // In place on every rank that receives: each output block is an input block just read, in
     // cache, so ordinary stores write it without a trip to memory.
     inPlace_ = true;
     for (size_t k = 0; k < out_.size(); ++k) {
       const int r = a.coll == Coll::kReduce ? a.root : (me + static_cast<int>(k)) % n_;
-      if (out_[k] + lo_ * es_ != in_[r] + lo_ * es_) inPlace_ = false;
+      if (out_[k] != in_[r]) inPlace_ = false;
     }
   }
 
+  // This rank's own slice first, span by span, then the spans of its peers' slices that they have
+  // not claimed yet: a rank whose core was taken away for a while no longer holds every rank back
+  // at the closing barrier. A span's bits do not depend on which rank reduces it.
   void run(StoreChooser& stores) {
     const size_t span = kZeroCopyBlockBytes / es_;
     const bool large = a_.count * es_ >= kStreamingMinBytes && !inPlace_;
-    for (size_t b = lo_; b < hi_; b += span) {
-      const size_t len = std::min(span, hi_ - b);
-      if (large) {
-        // Counted as the bytes written, so the trial ends as soon on 8 ranks as on 2.
-        stores.run(len * es_ * out_.size(), [&](bool streaming) { streaming ? streamed(b, len) : direct(b, len); });
-      } else {
-        direct(b, len);
+    for (int k = 0; k < n_; ++k) {
+      const int owner = (ctx_.rank() + k) % n_;
+      size_t lo, hi;
+      sliceOf(a_.count, es_, owner, n_, lo, hi);
+      const uint64_t spans = (hi - lo + span - 1) / span;
+      std::atomic<uint64_t>& claimed = ctx_.spansClaimed(owner, seq_);
+      if (k > 0 && claimed.load(std::memory_order_relaxed) >= spans) continue;  // leave its line alone
+      for (uint64_t s; (s = claimed.fetch_add(1, std::memory_order_relaxed)) < spans;) {
+        const size_t b = lo + s * span, len = std::min(span, hi - b);
+        if (large) {
+          // Counted as the bytes written, so the trial ends as soon on 8 ranks as on 2.
+          stores.run(len * es_ * out_.size(), [&](bool streaming) { streaming ? streamed(b, len) : direct(b, len); });
+        } else {
+          direct(b, len);
+        }
       }
     }
     if (large) stores.warmedUp();  // the first large message mapped the pages it touched
@@ -118,7 +136,9 @@ class SliceReducer {
     for (std::byte* o : out_) copyOut(o + b * es_, scratch_, len * es_, true);
   }
 
+  Context& ctx_;
   const CollArgs& a_;
+  const uint64_t seq_;
   const int n_;
   const size_t es_;
   std::byte* scratch_;
@@ -126,7 +146,6 @@ class SliceReducer {
   std::vector<std::byte*> out_;
   std::vector<const void*> srcs_;
   std::vector<void*> dsts_;
-  size_t lo_ = 0, hi_ = 0;
   bool intoOutput_ = true;
   bool inPlace_ = false;
 };

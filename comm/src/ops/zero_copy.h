@@ -5,7 +5,9 @@
 //   AllReduce, Reduce: rank r reduces its slice of the message from every rank's input, in rank
 //                      order, block by block into one output (or a cache-sized scratch block),
 //                      and copies the block into every other output (the root's only, for Reduce);
-//                      or, with streaming stores, tile by tile streamed into every output;
+//                      or, with streaming stores, tile by tile streamed into every output. Spans
+//                      of a slice are claimed one by one (Context::spansClaimed), and a rank done
+//                      with its own slice takes the unclaimed spans of its peers';
 //   ReduceScatter:     rank r reduces its own block from every rank's input into its output
 //                      (streamed, when the stores chooser picks streaming stores);
 //   AllGather:         rank r copies every rank's input into its output;
