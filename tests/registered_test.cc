@@ -176,10 +176,29 @@ void largeMessages(Rank& rk) {
   }
   ASSERT_TRUE(compareOnce(rk, arena, C::kAllReduce, cfxBfloat16, cfxAvg, count, true));
   ASSERT_TRUE(compareOnce(rk, arena, C::kReduce, cfxInt32, cfxMax, count, true));
+  ASSERT_TRUE(compareOnce(rk, arena, C::kReduceScatter, cfxFloat16, cfxSum, count / rk.nranks, true));
 }
 
 TEST_P(RegisteredTest, LargeMessagesAtTheDefaultThreshold) {
   runRanks(GetParam(), largeMessages);
+}
+
+// ReduceScatter needs only the inputs registered: into plain outputs each rank reduces its own
+// block alone (no peer can reach its output), small and large (streaming stores possible).
+TEST_P(RegisteredTest, ReduceScatterIntoPlainOutputsMatchesTheStagedPathBitwise) {
+  runRanks(GetParam(), [](Rank& rk) {
+    const int n = rk.nranks;
+    for (size_t count : {size_t{70001}, size_t{(1u << 20) + 3}}) {
+      Arena arena(rk, count * 4 * n + 4096, true);
+      const auto input = randomData(cfxFloat32, count * n, 17u * (rk.rank + 1) + static_cast<uint32_t>(count));
+      std::vector<std::byte> plainSend = input, plainRecv(count * 4), recv(count * 4, std::byte{0x5a});
+      CFX_ASSERT_OK(cfxReduceScatter(plainSend.data(), plainRecv.data(), count, cfxFloat32, cfxSum, rk.comm, nullptr));
+      std::memcpy(arena.base, input.data(), input.size());
+      CFX_ASSERT_OK(cfxReduceScatter(arena.base, recv.data(), count, cfxFloat32, cfxSum, rk.comm, nullptr));
+      ASSERT_EQ(std::memcmp(recv.data(), plainRecv.data(), recv.size()), 0) << "count " << count << ", rank " << rk.rank;
+    }
+    if (n > 1) EXPECT_GT(mappedShareables(), 0) << "no peer's registered buffer was ever mapped";
+  }, everySize());
 }
 
 // AllReduce and Reduce write their outputs one way with ordinary stores (reduced into one output,

@@ -41,10 +41,11 @@ step kernels 40 "$b/perf/reduce_kernel_bench" 262144 2
 step host_large 110 python3 perf/compare --build "$b" --buffers host --ranks 2,4,8 \
   --colls all_reduce,reduce_scatter,all_gather --backends conflux,conflux_reg,gloo -b 1M -e 64M -f 8 -n 5 -w 2 --repeat 3 --timeout 40
 # Registered and plain buffers at 64-256 MiB against the same-run bound (section 3's sizes).
-step host_registered 150 python3 perf/compare --build "$b" --buffers host --ranks 2,4,8 \
+step host_registered 150 python3 perf/compare --build "$b" --buffers host --ranks "${HOST_RANKS:-2,4,8}" \
   --colls all_reduce,reduce_scatter --backends conflux,conflux_reg -b 64M -e 256M -f 2 -n 10 -w 2 --repeat 3 --timeout 60
 # The libraries bundle.sh carried beside the build (AB_LIBS), alternated with the build's own.
-step libs_ab 120 tools/device/ab_libs.sh 3 2 4 8
+# HOST_RANKS, AB_ROUNDS and AB_RANKS narrow these two steps to what one call has time for.
+step libs_ab 120 tools/device/ab_libs.sh "${AB_ROUNDS:-3}" ${AB_RANKS:-2 4 8}
 step host_small 45 python3 perf/compare --build "$b" --buffers host --ranks 2,4,8 --no-bound \
   --colls all_reduce,broadcast --backends conflux,gloo -b 8 -e 32K -f 64 -n 200 -w 20 --repeat 3 --timeout 30
 step torch_build 120 env -C python MAX_JOBS=16 CONFLUX_LIB="$b/comm/libconflux.so" CONFLUX_CUDA_LIB="$b/cuda/libconflux_cuda.so" \

@@ -150,43 +150,54 @@ class SliceReducer {
   bool inPlace_ = false;
 };
 
-// ReduceScatter: this rank's block of every input, reduced into its output (through the scratch
-// block when the output is this rank's own input block, reduced in place). Large messages out of
-// place may stream into the output (reduce::reduceStreamed), as the stores chooser says.
-void reduceOwnBlock(Context& ctx, const CollArgs& a, uint64_t seq, std::byte* block) {
+// ReduceScatter: each rank's block of every input, reduced into that rank's output (through the
+// scratch block when the output is one of the inputs: in place, the rank's own input block). Spans
+// of a block are claimed one by one; when every rank's output is registered too, a rank done with
+// its own block takes the spans its peers have not claimed (their outputs mapped here). Large
+// messages may stream into the output (reduce::reduceStreamed), as the stores chooser says.
+void reduceBlocks(Context& ctx, const CollArgs& a, uint64_t seq, std::byte* scratch) {
   const int n = ctx.size(), me = ctx.rank();
-  const size_t es = reduce::dataTypeSize(a.datatype);
-  const size_t own = static_cast<size_t>(me) * a.count * es;
-  std::vector<const std::byte*> in(n);
-  for (int r = 0; r < n; ++r) {
-    in[r] = (r == me ? static_cast<const std::byte*>(a.send) : ctx.registeredBuffer(r, seq, false)) + own;
-  }
-  auto* recv = static_cast<std::byte*>(a.recv);
-  const bool inPlace = recv == in[me];
-  const bool large = a.count * es * n >= kStreamingMinBytes && !inPlace;  // the message: every block
+  const size_t es = reduce::dataTypeSize(a.datatype), blockBytes = a.count * es;
+  const bool large = blockBytes * n >= kStreamingMinBytes;  // the message: every block
+  const int owners = allRegistered(ctx, seq, true) ? n : 1;
   const size_t per = kZeroCopyBlockBytes / es;
+  const uint64_t spans = (a.count + per - 1) / per;
+  std::vector<const std::byte*> in(n);
   std::vector<const void*> srcs(n);
-  for (size_t b = 0; b < a.count; b += per) {
-    const size_t len = std::min(per, a.count - b);
-    for (int r = 0; r < n; ++r) srcs[r] = in[r] + b * es;
-    void* out = recv + b * es;
-    auto ordinary = [&] {
-      if (inPlace) {
-        reduce::reduce(block, srcs.data(), n, len, a.datatype, a.op, n);
-        std::memcpy(out, block, len * es);
-      } else {
-        reduce::reduce(out, srcs.data(), n, len, a.datatype, a.op, n);
-      }
-    };
-    if (!large) {
-      ordinary();
-      continue;
+  bool timed = false;
+  for (int k = 0; k < owners; ++k) {
+    const int o = (me + k) % n;
+    std::atomic<uint64_t>& claimed = ctx.spansClaimed(o, seq);
+    if (k > 0 && claimed.load(std::memory_order_relaxed) >= spans) continue;  // leave its line alone
+    for (int r = 0; r < n; ++r) {
+      in[r] = (r == me ? static_cast<const std::byte*>(a.send) : ctx.registeredBuffer(r, seq, false)) + o * blockBytes;
     }
-    ctx.zeroCopyStores().run(len * es, [&](bool streaming) {
-      if (!streaming || !reduce::reduceStreamed(&out, 1, srcs.data(), n, len, a.datatype, a.op, n)) ordinary();
-    });
+    std::byte* recv = o == me ? static_cast<std::byte*>(a.recv) : ctx.registeredBuffer(o, seq, true);
+    bool aliased = false;
+    for (int r = 0; r < n; ++r) aliased = aliased || overlaps(recv, in[r], blockBytes);
+    for (uint64_t s; (s = claimed.fetch_add(1, std::memory_order_relaxed)) < spans;) {
+      const size_t b = s * per, len = std::min(per, a.count - b);
+      for (int r = 0; r < n; ++r) srcs[r] = in[r] + b * es;
+      void* out = recv + b * es;
+      auto ordinary = [&] {
+        if (aliased) {
+          reduce::reduce(scratch, srcs.data(), n, len, a.datatype, a.op, n);
+          std::memcpy(out, scratch, len * es);
+        } else {
+          reduce::reduce(out, srcs.data(), n, len, a.datatype, a.op, n);
+        }
+      };
+      if (!large || aliased) {
+        ordinary();
+        continue;
+      }
+      timed = true;
+      ctx.zeroCopyStores().run(len * es, [&](bool streaming) {
+        if (!streaming || !reduce::reduceStreamed(&out, 1, srcs.data(), n, len, a.datatype, a.op, n)) ordinary();
+      });
+    }
   }
-  if (large) ctx.zeroCopyStores().warmedUp();
+  if (timed) ctx.zeroCopyStores().warmedUp();
 }
 
 void gather(Context& ctx, const CollArgs& a, uint64_t seq) {
@@ -244,7 +255,7 @@ void runZeroCopy(Context& ctx, const CollArgs& a, uint64_t seq, std::byte* block
   switch (a.coll) {
     case Coll::kAllReduce:
     case Coll::kReduce: SliceReducer(ctx, a, seq, block).run(ctx.zeroCopyStores()); break;
-    case Coll::kReduceScatter: reduceOwnBlock(ctx, a, seq, block); break;
+    case Coll::kReduceScatter: reduceBlocks(ctx, a, seq, block); break;
     case Coll::kAllGather: gather(ctx, a, seq); break;
     case Coll::kBroadcast: broadcast(ctx, a, seq); break;
     default: break;

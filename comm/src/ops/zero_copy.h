@@ -9,7 +9,9 @@
 //                      of a slice are claimed one by one (Context::spansClaimed), and a rank done
 //                      with its own slice takes the unclaimed spans of its peers';
 //   ReduceScatter:     rank r reduces its own block from every rank's input into its output
-//                      (streamed, when the stores chooser picks streaming stores);
+//                      (streamed, when the stores chooser picks streaming stores); when every
+//                      output is registered too, it then takes the unclaimed spans of its peers'
+//                      blocks, as above;
 //   AllGather:         rank r copies every rank's input into its output;
 //   Broadcast:         every rank copies the root's input into its output.
 // Reductions run the same kernel over the same inputs in the same rank order as the staged path,
