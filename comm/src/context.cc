@@ -178,6 +178,14 @@ bool Context::allFinished(uint64_t seq, std::vector<int>* lagging) const {
   return all;
 }
 
+bool Context::somePeerFinished(uint64_t seq) const {
+  if (seq <= finishedByAll_.load(std::memory_order_relaxed)) return true;
+  for (int r = 0; r < size_; ++r) {
+    if (r != rank_ && control(r).finished.load(std::memory_order_acquire) >= seq) return true;
+  }
+  return false;
+}
+
 void Context::ring(int peer) { control(peer).bell.ring(); }
 
 void Context::ringAll() {

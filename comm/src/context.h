@@ -124,6 +124,8 @@ class Context {
   uint64_t finishedByMe() const { return control(rank_).finished.load(std::memory_order_relaxed); }
   // Whether every rank finished operation `seq` (0: always); those that did not go to `lagging`.
   bool allFinished(uint64_t seq, std::vector<int>* lagging = nullptr) const;
+  // Whether some other rank finished operation `seq`.
+  bool somePeerFinished(uint64_t seq) const;
 
   shm::Channel& sendChannel(int peer) { return channels_[static_cast<size_t>(rank_) * size_ + peer]; }
   shm::Channel& recvChannel(int peer) { return channels_[static_cast<size_t>(peer) * size_ + rank_]; }
@@ -134,6 +136,10 @@ class Context {
   void flushRing() {
     if (ringOwed_) ringAll();
   }
+  // A latency-path call published into its mailbox: the peers are woken by the flushRing() that
+  // ends the call or starts its wait, so the store drains while the call reads its peers' lines
+  // instead of under ringAll's fence.
+  void oweRing() { ringOwed_ = true; }
 
   // Waiting support for the executor.
   shm::Doorbell& myBell() const;

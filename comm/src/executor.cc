@@ -218,14 +218,18 @@ class BatchRunner {
 // (A 1-rank 8 B Broadcast: 1,673 -> 1,498 instructions per call; perf/RESULTS.md, 2026-11-27 (sixth).)
 bool runExpress(Context& ctx, Op& op, std::span<const std::unique_ptr<Op>> pending) {
   if (ctx.aborted() || ctx.poisonReaches(false)) return false;
+  const size_t window = static_cast<size_t>(ctx.wait().runAhead);
+  // The earlier calls are confirmed in bulk, once half the window awaits confirmation: one look
+  // at a peer's progress then confirms many (MailboxOp::progress).
   size_t confirmed = 0;
-  for (; confirmed < pending.size(); ++confirmed) {
-    Op& p = *pending[confirmed];
-    if (!p.done()) p.progress(ctx);
-    if (!p.done()) break;
+  if (2 * pending.size() >= window) {
+    for (; confirmed < pending.size(); ++confirmed) {
+      Op& p = *pending[confirmed];
+      if (!p.done()) p.progress(ctx);
+      if (!p.done()) break;
+    }
   }
   const size_t unconfirmed = pending.size() - confirmed;
-  const size_t window = static_cast<size_t>(ctx.wait().runAhead);
   if (unconfirmed >= window) return false;
   op.progress(ctx);
   return op.done() || op.readyEarly();  // done: every earlier call is (they finish in order)

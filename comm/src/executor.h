@@ -58,7 +58,8 @@ bool runQuick(Context& ctx, std::span<Op* const> ops);
 
 // The latency path's usual call, without the batch machinery: one collective that may run ahead
 // (Op::runsAhead), nothing aborted or poisoned, and one pass over the earlier calls' confirmations
-// (`pending`, oldest first) and the call finishes it, done or ready early within the window.
+// (`pending`, oldest first; only once half the window awaits them, so that one look at the peers
+// confirms many) and the call finishes it, done or ready early within the window.
 // Returns false otherwise, every operation's state kept for the full run. Throws what progress
 // throws. The caller then rings the peers a finished operation owes (Context::flushRing).
 bool runExpress(Context& ctx, Op& op, std::span<const std::unique_ptr<Op>> pending);

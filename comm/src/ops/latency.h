@@ -31,6 +31,8 @@ class MailboxOp final : public Op {
  private:
   // Whether rank `me` needs rank r's mailbox for its output.
   bool reads(int me, int r) const;
+  // Whether rank `me` reads no peer's mailbox (its output is its own input, or nothing).
+  bool readsNoPeer(int me) const;
   // Whether rank r has published this operation with the same call; throws the mismatch.
   bool confirm(const Context& ctx, int r) const;
   // Builds this rank's output from the mailboxes it reads.
