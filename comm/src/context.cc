@@ -46,12 +46,13 @@ WaitSettings WaitSettings::fromEnv(int timeoutMsOverride, bool ownCpus) {
 
 Context::Context(shm::Segment segment, int rank, std::vector<pid_t> pids, WaitSettings wait)
     : segment_(std::move(segment)),
+      layout_(Layout::fromHeader(header())),
+      controls_(reinterpret_cast<RankControl*>(segment_.data() + layout_.controlOffset())),
       rank_(rank),
       size_(static_cast<int>(pids.size())),
       pids_(std::move(pids)),
-      wait_(wait) {
-  layout_ = Layout::fromHeader(header());
-  controls_ = reinterpret_cast<RankControl*>(segment_.data() + layout_.controlOffset());
+      wait_(wait),
+      registered_(controls_, rank_, pids_) {
   if (static_cast<int>(layout_.nranks) != size_) throw Error(Status::kInternalError, "segment rank count mismatch");
   channels_.reserve(static_cast<size_t>(size_) * size_);
   for (int s = 0; s < size_; ++s) {
@@ -81,18 +82,6 @@ Context::Context(shm::Segment segment, int rank, std::vector<pid_t> pids, WaitSe
 std::byte* Context::domainHalf(int d, uint64_t chunk) const {
   return segment_.data() + layout_.domainsOffset() + static_cast<size_t>(d) * layout_.slotBytes +
          (chunk & 1) * halfBytes();
-}
-
-void Context::publishBuffers(uint64_t seq, const void* send, size_t sendBytes, const void* recv, size_t recvBytes) {
-  PublishedBuffer* mine = control(rank_).buffers[seq & 1];
-  mine[0] = send != nullptr ? registry_.find(send, sendBytes) : PublishedBuffer{};
-  mine[1] = recv != nullptr ? registry_.find(recv, recvBytes) : PublishedBuffer{};
-  control(rank_).spansClaimed[seq & 1].store(0, std::memory_order_relaxed);  // published by the barrier that follows
-}
-
-std::byte* Context::registeredBuffer(int r, uint64_t seq, bool recv) {
-  const PublishedBuffer& b = control(r).buffers[seq & 1][recv ? 1 : 0];
-  return registry_.peerAddress(r, pids_[r], b, control(r).freed);
 }
 
 std::byte* Context::slotHalf(int r, uint64_t chunk) const {

@@ -17,7 +17,7 @@
 
 #include "common/error.h"
 #include "ops/copy.h"
-#include "registry.h"
+#include "registered_buffers.h"
 #include "shm_layout.h"
 #include "transport/shm/channel.h"
 #include "transport/shm/segment.h"
@@ -99,21 +99,9 @@ class Context {
   }
   pid_t pid(int r) const { return pids_[r]; }
 
-  // Registered buffers (registry.h): this rank registers shareable memory (the API's cfxMemAlloc
-  // and cfxCommRegister); a collective publishes where its buffers lie, before its first barrier,
-  // and after it reads every rank's buffers in place (ops/zero_copy.h).
-  uint64_t registerBuffer(const void* p, size_t bytes) { return registry_.add(p, bytes); }
-  bool deregisterBuffer(uint64_t id) { return registry_.remove(id, control(rank_).freed); }
-  // The registration holding `p` (0: none).
-  uint64_t findRegistration(const void* p) const { return registry_.find(p, 0).id; }
-  void publishBuffers(uint64_t seq, const void* send, size_t sendBytes, const void* recv, size_t recvBytes);
-  // Whether local rank r's send (`recv` false) or receive buffer of operation `seq` is registered.
-  bool isRegistered(int r, uint64_t seq, bool recv) const { return control(r).buffers[seq & 1][recv ? 1 : 0].id != 0; }
-  // That buffer of another local rank, mapped here; nullptr when it is not registered.
-  std::byte* registeredBuffer(int r, uint64_t seq, bool recv);
-  // The spans of local rank r's slice claimed so far in zero-copy operation `seq` (reset to 0 by
-  // publishBuffers): each fetch_add claims the next one.
-  std::atomic<uint64_t>& spansClaimed(int r, uint64_t seq) const { return control(r).spansClaimed[seq & 1]; }
+  // Registered buffers: registrations, and where each rank's buffers of an operation lie.
+  RegisteredBuffers& registered() { return registered_; }
+  const RegisteredBuffers& registered() const { return registered_; }
 
   // Small-message mailboxes (see shm_layout.h).
   Mailbox& mailbox(int r, uint64_t seq) const { return control(r).mailbox[seq % kMailboxSlots]; }
@@ -210,7 +198,7 @@ class Context {
   std::vector<shm::Channel> channels_;
   StoreChooser stores_{StoreChooser::modeFromEnv()};
   StoreChooser zeroCopyStores_{StoreChooser::modeFromEnv(), "registered AllReduce, Reduce and ReduceScatter", true};
-  BufferRegistry registry_;
+  RegisteredBuffers registered_;
   // The lowest operation every rank had finished when last read: allFinished answers from it
   // without touching the peers' cache lines (their counters only grow).
   mutable std::atomic<uint64_t> finishedByAll_{0};

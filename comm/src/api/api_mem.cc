@@ -24,7 +24,7 @@ cfxResult_t cfxMemAlloc(void** ptr, size_t size, cfxComm_t comm) {
     CommRef ref(comm);
     void* p = conflux::shm::allocShareable(size);
     try {
-      ref->context().registerBuffer(p, size);
+      ref->context().registered().add(p, size);
     } catch (...) {
       conflux::shm::freeShareable(p);
       throw;
@@ -42,8 +42,8 @@ cfxResult_t cfxMemFree(void* ptr, cfxComm_t comm) {
     if (comm != nullptr) {
       CommRef ref(comm);
       auto& ctx = ref->context();
-      const uint64_t id = ctx.findRegistration(ptr);
-      while (id != 0 && ctx.deregisterBuffer(id)) {
+      const uint64_t id = ctx.registered().find(ptr);
+      while (id != 0 && ctx.registered().remove(id)) {
       }
     }
     conflux::shm::freeShareable(ptr);
@@ -54,14 +54,14 @@ cfxResult_t cfxCommRegister(cfxComm_t comm, void* buff, size_t size, void** hand
   return guarded("cfxCommRegister", comm, [&] {
     CommRef ref(comm);
     if (buff == nullptr || handle == nullptr) throw Error(Status::kInvalidArgument, "buff or handle is NULL");
-    *handle = reinterpret_cast<void*>(static_cast<uintptr_t>(ref->context().registerBuffer(buff, size)));
+    *handle = reinterpret_cast<void*>(static_cast<uintptr_t>(ref->context().registered().add(buff, size)));
   });
 }
 
 cfxResult_t cfxCommDeregister(cfxComm_t comm, void* handle) {
   return guarded("cfxCommDeregister", comm, [&] {
     CommRef ref(comm);
-    if (!ref->context().deregisterBuffer(idOf(handle))) {
+    if (!ref->context().registered().remove(idOf(handle))) {
       throw Error(Status::kInvalidArgument, "handle is not a registration of this communicator");
     }
   });

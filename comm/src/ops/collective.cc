@@ -49,8 +49,8 @@ bool PhasedCollective::progress(Context& ctx) {
       // Where this rank's buffers lie, then a barrier before choosing the path (ops/zero_copy.h).
       size_t sendBytes, recvBytes;
       bufferBytes(a_, ctx.rank(), ctx.size(), sendBytes, recvBytes);
-      ctx.publishBuffers(desc_.seq, sendBytes > 0 ? a_.send : nullptr, sendBytes, recvBytes > 0 ? a_.recv : nullptr,
-                         recvBytes);
+      ctx.registered().publish(desc_.seq, sendBytes > 0 ? a_.send : nullptr, sendBytes,
+                               recvBytes > 0 ? a_.recv : nullptr, recvBytes);
       barrier_ = ctx.arrive();
     } else {
       phases_ = plan(ctx);

@@ -13,7 +13,7 @@ namespace conflux {
 
 namespace {
 
-bool registered(const Context& ctx, int r, uint64_t seq, bool recv) { return ctx.isRegistered(r, seq, recv); }
+bool registered(const Context& ctx, int r, uint64_t seq, bool recv) { return ctx.registered().isRegistered(r, seq, recv); }
 
 bool allRegistered(const Context& ctx, uint64_t seq, bool recv) {
   for (int r = 0; r < ctx.size(); ++r) {
@@ -57,12 +57,12 @@ class SliceReducer {
         srcs_(n_) {
     const int me = ctx.rank();
     for (int r = 0; r < n_; ++r) {
-      in_[r] = r == me ? static_cast<const std::byte*>(a.send) : ctx.registeredBuffer(r, seq, false);
+      in_[r] = r == me ? static_cast<const std::byte*>(a.send) : ctx.registered().peerBuffer(r, seq, false);
     }
     for (int k = 0; k < n_; ++k) {  // this rank's own output first: the one reduced into
       const int r = (me + k) % n_;
       if (a.coll == Coll::kReduce && r != a.root) continue;
-      out_.push_back(r == me ? static_cast<std::byte*>(a.recv) : ctx.registeredBuffer(r, seq, true));
+      out_.push_back(r == me ? static_cast<std::byte*>(a.recv) : ctx.registered().peerBuffer(r, seq, true));
     }
     dsts_.resize(out_.size());
     // Over the whole message: this rank may also reduce spans of its peers' slices (run()).
@@ -90,7 +90,7 @@ class SliceReducer {
       size_t lo, hi;
       sliceOf(a_.count, es_, owner, n_, lo, hi);
       const uint64_t spans = (hi - lo + span - 1) / span;
-      std::atomic<uint64_t>& claimed = ctx_.spansClaimed(owner, seq_);
+      std::atomic<uint64_t>& claimed = ctx_.registered().spansClaimed(owner, seq_);
       if (k > 0 && claimed.load(std::memory_order_relaxed) >= spans) continue;  // leave its line alone
       for (uint64_t s; (s = claimed.fetch_add(1, std::memory_order_relaxed)) < spans;) {
         const size_t b = lo + s * span, len = std::min(span, hi - b);
@@ -167,12 +167,12 @@ void reduceBlocks(Context& ctx, const CollArgs& a, uint64_t seq, std::byte* scra
   bool timed = false;
   for (int k = 0; k < owners; ++k) {
     const int o = (me + k) % n;
-    std::atomic<uint64_t>& claimed = ctx.spansClaimed(o, seq);
+    std::atomic<uint64_t>& claimed = ctx.registered().spansClaimed(o, seq);
     if (k > 0 && claimed.load(std::memory_order_relaxed) >= spans) continue;  // leave its line alone
     for (int r = 0; r < n; ++r) {
-      in[r] = (r == me ? static_cast<const std::byte*>(a.send) : ctx.registeredBuffer(r, seq, false)) + o * blockBytes;
+      in[r] = (r == me ? static_cast<const std::byte*>(a.send) : ctx.registered().peerBuffer(r, seq, false)) + o * blockBytes;
     }
-    std::byte* recv = o == me ? static_cast<std::byte*>(a.recv) : ctx.registeredBuffer(o, seq, true);
+    std::byte* recv = o == me ? static_cast<std::byte*>(a.recv) : ctx.registered().peerBuffer(o, seq, true);
     bool aliased = false;
     for (int r = 0; r < n; ++r) aliased = aliased || overlaps(recv, in[r], blockBytes);
     for (uint64_t s; (s = claimed.fetch_add(1, std::memory_order_relaxed)) < spans;) {
@@ -207,14 +207,14 @@ void gather(Context& ctx, const CollArgs& a, uint64_t seq) {
   const size_t message = bytes * n;
   for (int k = 0; k < n; ++k) {
     const int r = (me + k) % n;
-    const void* src = r == me ? a.send : ctx.registeredBuffer(r, seq, false);
+    const void* src = r == me ? a.send : ctx.registered().peerBuffer(r, seq, false);
     if (src != recv + r * bytes) ctx.stores().copy(recv + r * bytes, src, bytes, message);
   }
 }
 
 void broadcast(Context& ctx, const CollArgs& a, uint64_t seq) {
   const size_t bytes = a.count * reduce::dataTypeSize(a.datatype);
-  const void* src = ctx.rank() == a.root ? a.send : ctx.registeredBuffer(a.root, seq, false);
+  const void* src = ctx.rank() == a.root ? a.send : ctx.registered().peerBuffer(a.root, seq, false);
   if (src != a.recv) ctx.stores().copy(a.recv, src, bytes, bytes);
 }
 

@@ -6,7 +6,7 @@
 //                      order, block by block into one output (or a cache-sized scratch block),
 //                      and copies the block into every other output (the root's only, for Reduce);
 //                      or, with streaming stores, tile by tile streamed into every output. Spans
-//                      of a slice are claimed one by one (Context::spansClaimed), and a rank done
+//                      of a slice are claimed one by one (RegisteredBuffers::spansClaimed), and a rank done
 //                      with its own slice takes the unclaimed spans of its peers';
 //   ReduceScatter:     rank r reduces its own block from every rank's input into its output
 //                      (streamed, when the stores chooser picks streaming stores); when every
@@ -36,7 +36,7 @@ namespace conflux {
 bool hasZeroCopy(Coll c);
 // The bytes of this rank's send and receive buffers for `a` on `nranks` ranks (0: not used).
 void bufferBytes(const CollArgs& a, int rank, int nranks, size_t& send, size_t& recv);
-// After every rank published its buffers for operation `seq` (Context::publishBuffers): whether
+// After every rank published its buffers for operation `seq` (RegisteredBuffers::publish): whether
 // every buffer the zero-copy path touches in another process is registered. The same answer on
 // every rank.
 bool zeroCopyReady(const Context& ctx, const CollArgs& a, uint64_t seq);
