@@ -1,6 +1,7 @@
 #include "engine.h"
 
 #include <algorithm>
+#include <typeinfo>
 
 #include "common/log.h"
 #include "executor.h"
@@ -322,17 +323,31 @@ bool Engine::runQuick(MailboxOp& op, const flight::Call& call, Stream* stream, O
   }
   ctx_.flushRing();
   if (recorder_) recorder_->finished(op.flightId, true);
-  settleEarly(op.done() ? nullptr : std::make_unique<MailboxOp>(op));
+  settleEarly(op.done() ? nullptr : keepEarly(op));
   release();
   return true;
 }
 
 void Engine::settleEarly(std::unique_ptr<Op> ready) {
-  early_.erase(early_.begin(), std::find_if(early_.begin(), early_.end(), [](const auto& op) { return !op->done(); }));
+  const auto confirmed = std::find_if(early_.begin(), early_.end(), [](const auto& op) { return !op->done(); });
+  for (auto it = early_.begin(); it != confirmed; ++it) {
+    if (typeid(**it) == typeid(MailboxOp) && spareEarly_.size() < static_cast<size_t>(ctx_.wait().runAhead)) {
+      spareEarly_.emplace_back(static_cast<MailboxOp*>(it->release()));
+    }
+  }
+  early_.erase(early_.begin(), confirmed);
   if (ready) {
     ready->flightId = 0;  // its record is complete
     early_.push_back(std::move(ready));
   }
+}
+
+std::unique_ptr<Op> Engine::keepEarly(const MailboxOp& op) {
+  if (spareEarly_.empty()) return std::make_unique<MailboxOp>(op);
+  std::unique_ptr<MailboxOp> kept = std::move(spareEarly_.back());
+  spareEarly_.pop_back();
+  *kept = op;
+  return kept;
 }
 
 void Engine::runClaimed(std::span<std::unique_ptr<Op>> ops, Stream* stream) {

@@ -114,6 +114,9 @@ class Engine {
   // After a call finished: the earlier calls now confirmed leave early_ (they finish in order,
   // oldest first), and `ready`, when it returned before its own confirmation, joins them.
   void settleEarly(std::unique_ptr<Op> ready);
+  // A heap copy of `op` to await its confirmation in early_, in the block of a confirmed one when
+  // there is one (a Broadcast root's every call lands here: no allocation per call).
+  std::unique_ptr<Op> keepEarly(const MailboxOp& op);
   void threadMain();
 
   // Moves the caller's operations into a vector of their own (to queue them).
@@ -182,6 +185,8 @@ class Engine {
   // Operations that returned ready early, oldest first, until each is confirmed (at most
   // WaitSettings::runAhead; only the thread running this engine's work touches them).
   std::vector<std::unique_ptr<Op>> early_;
+  // Confirmed latency-path operations whose blocks keepEarly reuses (at most WaitSettings::runAhead).
+  std::vector<std::unique_ptr<MailboxOp>> spareEarly_;
   std::thread thread_;
 };
 
