@@ -73,7 +73,7 @@ Communicator::Communicator(uint64_t hash, int rank, std::vector<pid_t> pids, Hos
     // Tell everyone at once: the local ranks through the segment (a rank whose last calls waited
     // for no one, such as Broadcast's root, learns of a mismatch found by its readers this way),
     // the remote ones by closing the connections.
-    ctx_->poison(o.status, o.message);
+    ctx_->health().poison(o.status, o.message);
     if (!transport_) return;
     // The peers attribute the notice to this rank (transport/net/notice.h), and to its call.
     transport_->shutdown(o.message, o.status, o.failedCall);
@@ -92,7 +92,7 @@ Communicator::~Communicator() {
 }
 
 void Communicator::abort() {
-  ctx_->abort();
+  ctx_->health().abort();
   if (transport_) transport_->shutdown("it aborted its communicator");
 }
 

@@ -17,6 +17,7 @@
 
 #include "common/error.h"
 #include "ops/copy.h"
+#include "health.h"
 #include "registered_buffers.h"
 #include "shm_layout.h"
 #include "transport/shm/channel.h"
@@ -131,60 +132,12 @@ class Context {
 
   // Waiting support for the executor.
   shm::Doorbell& myBell() const;
-  // Health checks for a waiting rank, each throwing Error when it fails:
-  //  - the communicator was aborted here, or another rank's failure reaches this rank's work;
-  //  - nothing moved for longer than the timeout (`what` describes what we wait for).
-  // A failure reaches the collective this rank is in (or starts next) when it concerns that
-  // operation number or an earlier one: a rank still finishing an earlier collective that every
-  // rank got past completes it first, then fails its next. It always reaches point-to-point work
-  // (`pointToPoint`), which is not numbered.
-  void checkAbortAndPoison(const std::function<std::string()>& what, bool pointToPoint = true);
-  bool poisonReaches(bool pointToPoint) const;
-  bool poisoned() const { return header().poisonedBy.load(std::memory_order_acquire) > 0; }
-  // The poison's status and message, when it reaches this rank's next operation (else kSuccess).
-  Status poisonStatus(std::string* message) const;
-  // `waited`: the local ranks the wait is blocked on; `across`: the first communicator rank on
-  // another host it waits for (-1: none). The message names the rank that stalled.
-  void checkTimeout(std::chrono::steady_clock::time_point lastProgress, const std::function<std::string()>& what,
-                    const std::vector<int>& waited, int across);
-  // While a wait sleeps: the local rank it waits for first, and the communicator rank on another
-  // host it waits for first (-1: none, or the wait ended).
-  void publishWaitingFor(int local, int across) {
-    control(rank_).waitingFor.store(local + 1, std::memory_order_relaxed);
-    control(rank_).waitingAcross.store(across + 1, std::memory_order_relaxed);
-  }
-  // The first of `ranks` whose process has exited, or -1 (checked at most every livenessPeriod).
-  // A peer that finished its part and exited is no failure, so the caller progresses once more
-  // and calls failDeadPeer only if it is still blocked on that rank.
-  int findDeadPeer(const std::vector<int>& ranks);
-  [[noreturn]] void failDeadPeer(int rank, const std::function<std::string()>& what);
-  // Marks the communicator failed in shared memory so every peer stops waiting at once; the failure
-  // concerns this rank's first unfinished operation and later ones (`fromSeq` overrides: 0, all).
-  void poison(Status status, const std::string& message, std::optional<uint64_t> fromSeq = std::nullopt);
-  // The first operation this rank has not finished (the one it is in, or starts next).
-  uint64_t firstUnfinished() const { return control(rank_).finished.load(std::memory_order_relaxed) + 1; }
-  // Poisons the communicator with `message` and throws it.
-  [[noreturn]] void fail(Status status, const std::string& message);
-  void abort();
-  bool aborted() const { return aborted_.load(std::memory_order_acquire); }
+  // Aborts, failures every rank sees, dead peers and timeouts (health.h).
+  Health& health() { return health_; }
+  const Health& health() const { return health_; }
 
  private:
   RankControl& control(int r) const { return controls_[r]; }
-  // The rank that stalled, in words ("" when the wait names no peer), and whether that is this
-  // host's last word: false when the stall lies across the network and no local rank is stopped
-  // or gone, so a notice from the other host may say more.
-  struct StallReport {
-    std::string text;
-    bool conclusive = true;
-    // The chain ends at a rank that runs but is not waiting: it may have just failed itself, its
-    // failure not yet published (checkTimeout gives that kNotWaitingGrace).
-    bool notWaiting = false;
-  };
-  static constexpr std::chrono::milliseconds kNotWaitingGrace{250};
-  StallReport stallReport(const std::vector<int>& waited, int across) const;
-  // A local rank other than this one whose process is stopped or gone (-1: none), and how.
-  int suspectLocalRank(std::string& how) const;
-  int waitingForOf(int r) const;
   SegmentHeader& header() const { return *reinterpret_cast<SegmentHeader*>(segment_.data()); }
 
   shm::Segment segment_;
@@ -199,6 +152,7 @@ class Context {
   StoreChooser stores_{StoreChooser::modeFromEnv()};
   StoreChooser zeroCopyStores_{StoreChooser::modeFromEnv(), "registered AllReduce, Reduce and ReduceScatter", true};
   RegisteredBuffers registered_;
+  Health health_;
   // The lowest operation every rank had finished when last read: allFinished answers from it
   // without touching the peers' cache lines (their counters only grow).
   mutable std::atomic<uint64_t> finishedByAll_{0};
@@ -208,8 +162,6 @@ class Context {
   uint64_t barrierSeq_ = 0;
   uint64_t chunkSeq_ = 0;
   uint64_t opSeq_ = 0;
-  std::atomic<bool> aborted_{false};
-  std::chrono::steady_clock::time_point lastLivenessCheck_{};
 };
 
 }  // namespace conflux

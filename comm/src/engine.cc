@@ -394,7 +394,7 @@ Outcome Engine::asyncError() const {
   // A peer's failure that this rank's next operation would meet (a mismatch found by the ranks
   // that read this one, say) is this rank's asynchronous error already.
   std::string message;
-  const Status s = ctx_.poisonStatus(&message);
+  const Status s = ctx_.health().poisonStatus(&message);
   return s == Status::kSuccess ? Outcome{} : Outcome{s, message};
 }
 

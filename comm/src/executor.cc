@@ -36,20 +36,20 @@ class PeerFlags {
   std::vector<char> heap_;
 };
 
-// This rank's published "waiting for" (Context::publishWaitingFor), set while a wait sleeps and
+// This rank's published "waiting for" (Health::publishWaitingFor), set while a wait sleeps and
 // cleared when the batch returns or throws; nothing is written on a wait that never sleeps.
 class WaitNotice {
  public:
   explicit WaitNotice(Context& ctx) : ctx_(ctx) {}
   ~WaitNotice() {
-    if (local_ >= 0 || across_ >= 0) ctx_.publishWaitingFor(-1, -1);
+    if (local_ >= 0 || across_ >= 0) ctx_.health().publishWaitingFor(-1, -1);
   }
   WaitNotice(const WaitNotice&) = delete;
   WaitNotice& operator=(const WaitNotice&) = delete;
   // `local`: a local rank; `across`: a communicator rank on another host (-1: none).
   void publish(int local, int across) {
     if (local == local_ && across == across_) return;
-    ctx_.publishWaitingFor(local, across);
+    ctx_.health().publishWaitingFor(local, across);
     local_ = local;
     across_ = across;
   }
@@ -217,7 +217,7 @@ class BatchRunner {
 
 // (A 1-rank 8 B Broadcast: 1,673 -> 1,498 instructions per call; perf/RESULTS.md, 2026-11-27 (sixth).)
 bool runExpress(Context& ctx, Op& op, std::span<const std::unique_ptr<Op>> pending) {
-  if (ctx.aborted() || ctx.poisonReaches(false)) return false;
+  if (ctx.health().aborted() || ctx.health().poisonReaches(false)) return false;
   const size_t window = static_cast<size_t>(ctx.wait().runAhead);
   // The earlier calls are confirmed in bulk, once half the window awaits confirmation: one look
   // at a peer's progress then confirms many (MailboxOp::progress).
@@ -246,8 +246,8 @@ bool executeBatch(Context& ctx, std::span<const std::unique_ptr<Op>> ops, const 
     if (runQuick(ctx, std::span<Op* const>(raw, ops.size()))) return true;
   }
   BatchRunner runner(ctx, ops, pending);
-  if (ctx.aborted() || ctx.poisonReaches(runner.pointToPoint())) {
-    ctx.checkAbortAndPoison([] { return std::string("the start of an operation"); }, runner.pointToPoint());
+  if (ctx.health().aborted() || ctx.health().poisonReaches(runner.pointToPoint())) {
+    ctx.health().checkAbortAndPoison([] { return std::string("the start of an operation"); }, runner.pointToPoint());
   }
   // Latency path: a batch that finishes on its first step (a single operation done or ready early,
   // after the previous call's confirmation) needs none of the waiting machinery below.
@@ -278,22 +278,22 @@ bool executeBatch(Context& ctx, std::span<const std::unique_ptr<Op>> ops, const 
       lastProgress = Clock::now();
       ctx.flushRing();  // a peer may wait for what finished while this batch moved
     }
-    if (slept || ctx.aborted()) {
+    if (slept || ctx.health().aborted()) {
       // Checked after a fresh step that found nothing to do, never on stale state.
       if (observer) runner.report(*observer);
-      ctx.checkAbortAndPoison(what, runner.pointToPoint());
-      if (std::string crossed = runner.crossedCall(); !crossed.empty()) ctx.fail(Status::kInvalidUsage, crossed);
+      ctx.health().checkAbortAndPoison(what, runner.pointToPoint());
+      if (std::string crossed = runner.crossedCall(); !crossed.empty()) ctx.health().fail(Status::kInvalidUsage, crossed);
       std::vector<int> waited = runner.waitedOn();
       auto first = std::find_if(waited.begin(), waited.end(), [&](int r) { return r != ctx.rank(); });
       const int across = runner.waitedAcross();
       waitNotice.publish(first == waited.end() ? -1 : *first, across);
-      if (int dead = ctx.findDeadPeer(waited); dead >= 0) {
+      if (int dead = ctx.health().findDeadPeer(waited); dead >= 0) {
         // What a dead rank published before exiting is final: one more step sees all of it.
         if (runner.step() || runner.finished()) continue;
         std::vector<int> still = runner.waitedOn();
-        if (std::find(still.begin(), still.end(), dead) != still.end()) ctx.failDeadPeer(dead, what);
+        if (std::find(still.begin(), still.end(), dead) != still.end()) ctx.health().failDeadPeer(dead, what);
       }
-      ctx.checkTimeout(lastProgress, what, waited, across);
+      ctx.health().checkTimeout(lastProgress, what, waited, across);
       slept = false;
     }
     if (limit && idle >= limit->idlePolls) return false;
@@ -328,7 +328,7 @@ bool runQuick(Context& ctx, std::span<Op* const> ops) {
     keys[i] = ops[i]->quickKey();
     if (keys[i] < 0 || std::find(keys, keys + i, keys[i]) != keys + i) return false;
   }
-  if (ctx.aborted() || ctx.poisonReaches(true)) return false;
+  if (ctx.health().aborted() || ctx.health().poisonReaches(true)) return false;
   const int polls = ctx.wait().spin / 4;
   int idle = 0;
   for (;;) {

@@ -1,5 +1,5 @@
 // Who stalled: what a timed-out wait reports. While its wait sleeps, each rank publishes in shared
-// memory the first local rank it waits for (Context::publishWaitingFor), or, when it waits only
+// memory the first local rank it waits for (Health::publishWaitingFor), or, when it waits only
 // for ranks on other hosts, the first of those. From the ranks a timed-out wait waits for, the
 // chain of those publications leads to the rank that waits for no one: that is the rank that
 // stalled (stopped, busy outside Conflux, or not yet at the call), even when the rank this one

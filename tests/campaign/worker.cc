@@ -218,7 +218,7 @@ int run(uint64_t seed, const std::string& outdir, bool twoHosts) {
         case Fault::kStop: {
           const pid_t self = getpid();
           // Continues it once the others have failed: after the timeout, and across hosts after
-          // the up to 2 s more a wait gives the other host's word (Context::checkTimeout).
+          // the up to 2 s more a wait gives the other host's word (Health::checkTimeout).
           const unsigned wake = static_cast<unsigned>(std::atoi(std::getenv("CFX_TIMEOUT"))) + 4;
           if (fork() == 0) {
             sleep(wake);

@@ -25,7 +25,7 @@ void readPeer(Context& ctx, int r, void* dst, const void* src, size_t bytes) {
     shm::cmaRead(ctx.pid(r), ctx.commRank(r), dst, src, bytes);
   } catch (const Error& e) {
     const std::string failed = e.what();
-    ctx.checkAbortAndPoison([&] { return "a copy from rank " + std::to_string(ctx.commRank(r)) + " (" + failed + ")"; },
+    ctx.health().checkAbortAndPoison([&] { return "a copy from rank " + std::to_string(ctx.commRank(r)) + " (" + failed + ")"; },
                             false);
     throw;
   }
