@@ -33,7 +33,7 @@
 #include "executor.h"
 #include "flight/dump.h"
 #include "flight/recorder.h"
-#include "ops/latency.h"
+#include "ops/mailbox_op.h"
 #include "ops/op.h"
 #include "ops/p2p.h"
 #include "outcome.h"

@@ -42,7 +42,7 @@ inline constexpr uint32_t kDescAgreeOnBuffers = 1;  // CollArgs::agreeOnBuffers
 const char* collectiveName(int32_t coll);
 
 // A small-message mailbox: the data, then the call, then the sequence number that publishes both
-// (the latency path of ops/latency.cc; phased collectives announce their call here too).
+// (the latency path of ops/mailbox_op.cc; phased collectives announce their call here too).
 // kMailboxSlots per rank, used in turn by sequence number: a rank whose operations wait for no one
 // (Broadcast's root, Reduce's other ranks) may run up to CFX_RUNAHEAD (at most kMailboxSlots - 2)
 // operations ahead of a slow reader (context.h, WaitSettings::runAhead).

@@ -17,7 +17,7 @@
 // path, zero-copy (ops/zero_copy.h) or the phases below. Descriptors (and the
 // single-copy addresses) alternate with the sequence parity, so a collective publishes only once
 // every rank has finished the operation two before it: latency-path operations that wait for no
-// one (ops/latency.cc) let a rank run ahead.
+// one (ops/mailbox_op.cc) let a rank run ahead.
 #pragma once
 
 #include <algorithm>

@@ -4,7 +4,7 @@
 
 #include "ops/collective.h"
 #include "ops/copy.h"
-#include "ops/latency.h"
+#include "ops/mailbox_op.h"
 #include "ops/single_copy.h"
 #include "ops/tuning.h"
 #include "ops/zero_copy.h"

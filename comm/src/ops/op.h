@@ -19,7 +19,7 @@ class Op {
   virtual bool progress(Context& ctx) = 0;
   virtual bool done() const = 0;
   // The outputs are final, and the operation only confirms, with further progress, that every rank
-  // made the same call (a latency-path call that returned early, ops/latency.cc). The engine lets a
+  // made the same call (a latency-path call that returned early, ops/mailbox_op.cc). The engine lets a
   // call that is alone in its batch return then, and confirms it in the next batch (engine.h).
   virtual bool readyEarly() const { return false; }
   // Whether it may start while earlier calls that returned ready early are still being confirmed.

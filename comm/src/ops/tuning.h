@@ -11,7 +11,7 @@
 // or more NUMA domains (topology/plan.h), rsag is two-level: inside each domain, then across.
 //
 // Every collective whose per-rank input fits a 1 KiB mailbox takes the mailbox path instead
-// (ops/latency.cc), unless CFX_ALGO forces an algorithm. Large AllGather, AlltoAll and Broadcast
+// (ops/mailbox_op.cc), unless CFX_ALGO forces an algorithm. Large AllGather, AlltoAll and Broadcast
 // copy once, straight from the peers' buffers (ops/single_copy.cc), where the host allows it, and
 // so do large Sends (transport/shm/channel.h).
 #pragma once

@@ -35,7 +35,7 @@
 // reads it any more.
 #include <cstring>
 
-#include "ops/latency.h"
+#include "ops/mailbox_op.h"
 #include "reduce/kernels.h"
 
 namespace conflux {

@@ -1,4 +1,4 @@
-// The latency path for collectives whose per-rank input fits a mailbox (ops/latency.cc).
+// The latency path for collectives whose per-rank input fits a mailbox (ops/mailbox_op.cc).
 #pragma once
 
 #include <memory>
