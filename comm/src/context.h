@@ -9,9 +9,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstddef>
-#include <functional>
 #include <memory>
-#include <optional>
 #include <string>
 #include <vector>
 
