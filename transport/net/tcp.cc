@@ -2,7 +2,6 @@
 #include "transport/socket/fd_limit.h"
 
 #include <sys/epoll.h>
-#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -10,7 +9,6 @@
 #include <poll.h>
 
 #include <algorithm>
-#include <condition_variable>
 #include <cstring>
 #include <deque>
 #include <map>
@@ -19,6 +17,7 @@
 #include "common/env.h"
 #include "common/log.h"
 #include "transport/net/notice.h"
+#include "transport/net/post_queue.h"
 #include "transport/net/tcp_wire.h"
 
 namespace conflux::net {
@@ -81,25 +80,17 @@ struct Peer {
   // Connections on demand (CFX_RUNTIME_CONNECT=1): until all its connections are up, requests
   // wait here in order; the higher rank collects the lower rank's connections as they arrive.
   bool ready = true;
-  std::vector<struct Post> waiting;
+  std::vector<Post> waiting;
   std::vector<Socket> incoming;
   int accepted = 0;
 };
 
-// A request handed from the poster to the progress thread.
-struct Post {
-  bool send;
-  int peer;
-  std::byte* buf;
-  size_t bytes;
-  uint64_t seq;
-  CallTag tag;
-  RequestPtr req;
-};
+// The channel rides in the sequence number's top bits.
+uint64_t encodeSeq(int channel, uint64_t n) { return n | (static_cast<uint64_t>(channel) << 56); }
 
 class TcpTransport final : public Transport {
  public:
-  TcpTransport(const TransportSetup& s, int nsocks) : setup_(s), nsocks_(nsocks) {
+  TcpTransport(const TransportSetup& s, int nsocks) : setup_(s), nsocks_(nsocks), queue_(s.nranks, &encodeSeq) {
     // One more connection per pair than data needs: the control connection, on which a failing
     // rank tells its peers why before it closes the others.
     const std::string raised = reserveDescriptors(s.peers.size() * static_cast<size_t>(nsocks + 1) + 1,
@@ -118,14 +109,11 @@ class TcpTransport final : public Transport {
       socks = tcp::connectAll(s, nsocks + 1);
     }
     epfd_ = epoll_create1(EPOLL_CLOEXEC);
-    evfd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-    if (epfd_ < 0 || evfd_ < 0) throwSystemError("epoll/eventfd", errno);
+    if (epfd_ < 0) throwSystemError("epoll", errno);
     epoll_event ev{};
     ev.events = EPOLLIN;
     ev.data.ptr = nullptr;
-    epoll_ctl(epfd_, EPOLL_CTL_ADD, evfd_, &ev);
-    sendSeq_.assign(static_cast<size_t>(s.nranks) * kChannels, 0);
-    recvSeq_.assign(static_cast<size_t>(s.nranks) * kChannels, 0);
+    epoll_ctl(epfd_, EPOLL_CTL_ADD, queue_.fd(), &ev);
     for (auto& [p, list] : socks) attach(p, std::move(list));
     if (listener_.valid()) {
       epoll_event e{};
@@ -137,23 +125,18 @@ class TcpTransport final : public Transport {
   }
 
   ~TcpTransport() override {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      stop_ = true;
-    }
-    kick();
+    queue_.stop();
     thread_.join();
     ::close(epfd_);
-    ::close(evfd_);
   }
 
   const char* name() const override { return "tcp"; }
 
   RequestPtr postSend(int peer, int channel, const void* buf, size_t bytes, CallTag tag) override {
-    return post(true, peer, channel, static_cast<std::byte*>(const_cast<void*>(buf)), bytes, tag);
+    return queue_.post(true, peer, channel, static_cast<std::byte*>(const_cast<void*>(buf)), bytes, tag);
   }
   RequestPtr postRecv(int peer, int channel, void* buf, size_t bytes, CallTag tag) override {
-    return post(false, peer, channel, static_cast<std::byte*>(buf), bytes, tag);
+    return queue_.post(false, peer, channel, static_cast<std::byte*>(buf), bytes, tag);
   }
 
   std::string crossedCall(const CallTag& mine, uint32_t oldestOpen) const override {
@@ -178,37 +161,10 @@ class TcpTransport final : public Transport {
 
   // Synchronous: when it returns, the progress thread holds no pointer into user buffers.
   void shutdown(const std::string& why, Status status, uint32_t failedCall) override {
-    std::unique_lock<std::mutex> lock(mu_);
-    if (shutdownWhy_.empty()) {
-      shutdownWhy_ = why.empty() ? "the communicator failed" : why;
-      shutdownStatus_ = status;
-      shutdownCall_ = failedCall;
-    }
-    lock.unlock();
-    kick();
-    lock.lock();
-    shutdownCv_.wait(lock, [&] { return shutdownDone_ || stopped_; });
+    queue_.shutdown(why, status, failedCall);
   }
 
  private:
-  RequestPtr post(bool send, int peer, int channel, std::byte* buf, size_t bytes, CallTag tag) {
-    auto req = std::make_shared<Request>();
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      size_t k = static_cast<size_t>(peer) * kChannels + channel;
-      // The channel rides in the sequence number's top bits.
-      uint64_t seq = (send ? sendSeq_[k]++ : recvSeq_[k]++) | (static_cast<uint64_t>(channel) << 56);
-      posts_.push_back(Post{send, peer, buf, bytes, seq, tag, req});
-    }
-    kick();
-    return req;
-  }
-
-  void kick() {
-    uint64_t one = 1;
-    [[maybe_unused]] ssize_t n = ::write(evfd_, &one, sizeof(one));
-  }
-
   // ---- progress thread ------------------------------------------------------------------------
 
   void run() {
@@ -235,36 +191,22 @@ class TcpTransport final : public Transport {
       if (changed_ && setup_.wake) setup_.wake();
     }
     failAll("the transport was closed");
-    std::lock_guard<std::mutex> lock(mu_);
-    stopped_ = true;
-    shutdownCv_.notify_all();
+    queue_.stopped();
   }
 
   // Takes new requests from posters. Returns false when the transport stops.
   bool drainPosts() {
     std::deque<Post> posts;
-    std::string why;
-    Status status;
-    uint32_t failedCall;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      uint64_t v;
-      [[maybe_unused]] ssize_t r = ::read(evfd_, &v, sizeof(v));
-      posts.swap(posts_);
-      if (stop_) return false;
-      why = shutdownWhy_;
-      status = shutdownStatus_;
-      failedCall = shutdownCall_;
-    }
+    ShutdownRequest shutdown;
+    if (!queue_.take(posts, shutdown)) return false;
+    const std::string& why = shutdown.why;
     if (!why.empty() && !shutDown_) {
       shutDown_ = true;
       for (auto& [p, peer] : peers_) {
-        if (!peer.lost) sendNotice(peer, noticeText(why, rootCause_), status, failedCall);
+        if (!peer.lost) sendNotice(peer, noticeText(why, rootCause_), shutdown.status, shutdown.failedCall);
       }
       failAll(why);
-      std::lock_guard<std::mutex> lock(mu_);
-      shutdownDone_ = true;
-      shutdownCv_.notify_all();
+      queue_.shutdownDone();
     }
     for (auto& p : posts) {
       Peer& peer = peers_[p.peer];
@@ -764,22 +706,12 @@ class TcpTransport final : public Transport {
   char listenerMark_ = 0;           // the listener's epoll tag
   int connected_ = 0;
   int epfd_ = -1;
-  int evfd_ = -1;
   std::vector<std::unique_ptr<Conn>> conns_;
   std::map<int, Peer> peers_;  // progress thread only (after construction)
   bool changed_ = false;
   bool shutDown_ = false;
 
-  std::mutex mu_;  // guards the fields below
-  std::condition_variable shutdownCv_;
-  bool shutdownDone_ = false;
-  bool stopped_ = false;
-  std::deque<Post> posts_;
-  std::vector<uint64_t> sendSeq_, recvSeq_;
-  bool stop_ = false;
-  std::string shutdownWhy_;
-  Status shutdownStatus_ = Status::kRemoteError;
-  uint32_t shutdownCall_ = 0;
+  PostQueue queue_;
   std::string rootCause_;  // the first failure a peer's notice reported: relayed, not re-wrapped
 
   struct Arrival {

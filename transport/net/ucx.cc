@@ -1,10 +1,8 @@
 #include "transport/net/ucx.h"
 
 #include <sys/epoll.h>
-#include <sys/eventfd.h>
 #include <unistd.h>
 
-#include <condition_variable>
 #include <cstdlib>
 #include <cstring>
 #include <deque>
@@ -17,6 +15,7 @@
 #include "common/env.h"
 #include "common/log.h"
 #include "transport/net/notice.h"
+#include "transport/net/post_queue.h"
 
 namespace conflux::net {
 
@@ -45,18 +44,14 @@ struct Op {
   bool notice = false;  // the internal receive of a peer's abort notice
 };
 
-struct Post {
-  bool send;
-  int peer;
-  void* buf;
-  size_t bytes;
-  uint64_t seq;
-  RequestPtr req;
-};
+// Tag bits: channel (4) | sequence number (36) | sender rank (24).
+uint64_t tagSeq(int channel, uint64_t seq) {
+  return (seq & ((uint64_t{1} << 36) - 1)) | (static_cast<uint64_t>(channel) << 36);
+}
 
 class UcxTransport final : public Transport {
  public:
-  explicit UcxTransport(const TransportSetup& s) : setup_(s) {
+  explicit UcxTransport(const TransportSetup& s) : setup_(s), queue_(s.nranks, &tagSeq) {
     ucp_params_t params{};
     params.field_mask = UCP_PARAM_FIELD_FEATURES;
     params.features = UCP_FEATURE_TAG | UCP_FEATURE_WAKEUP;
@@ -104,31 +99,24 @@ class UcxTransport final : public Transport {
     if (!runtimeConnect_) {
       for (int p : setup_.peers) check(connect(p), "ucp_ep_create to rank " + std::to_string(p));
     }
-    sendSeq_.assign(static_cast<size_t>(s.nranks) * kChannels, 0);
-    recvSeq_.assign(static_cast<size_t>(s.nranks) * kChannels, 0);
     for (int p : setup_.peers) {
       notices_[p].assign(kNoticeBytes, 0);
-      start(Post{false, p, notices_[p].data(), kNoticeBytes, tagSeq(kNoticeChannel, 0), std::make_shared<Request>()},
+      start(Post{false, p, reinterpret_cast<std::byte*>(notices_[p].data()), kNoticeBytes, tagSeq(kNoticeChannel, 0), {},
+                 std::make_shared<Request>()},
             true);
     }
-    evfd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     epfd_ = epoll_create1(EPOLL_CLOEXEC);
     epoll_event ev{};
     ev.events = EPOLLIN;
-    epoll_ctl(epfd_, EPOLL_CTL_ADD, evfd_, &ev);
+    epoll_ctl(epfd_, EPOLL_CTL_ADD, queue_.fd(), &ev);
     epoll_ctl(epfd_, EPOLL_CTL_ADD, workerFd_, &ev);
     thread_ = std::thread([this] { run(); });
   }
 
   ~UcxTransport() override {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      stop_ = true;
-    }
-    kick();
+    queue_.stop();
     thread_.join();
     ::close(epfd_);
-    ::close(evfd_);
     ucp_worker_destroy(worker_);
     ucp_cleanup(ctx_);
   }
@@ -138,48 +126,20 @@ class UcxTransport final : public Transport {
   // UCX matches by its own tags and delivers no header of ours: call tags are not checked here
   // (mismatched calls end in a size error or a timeout, as before).
   RequestPtr postSend(int peer, int channel, const void* buf, size_t bytes, CallTag /*tag*/) override {
-    return post(true, peer, channel, const_cast<void*>(buf), bytes);
+    return queue_.post(true, peer, channel, static_cast<std::byte*>(const_cast<void*>(buf)), bytes, {});
   }
   RequestPtr postRecv(int peer, int channel, void* buf, size_t bytes, CallTag /*tag*/) override {
-    return post(false, peer, channel, buf, bytes);
+    return queue_.post(false, peer, channel, static_cast<std::byte*>(buf), bytes, {});
   }
 
   // Synchronous: when it returns, the progress thread holds no pointer into user buffers.
-  void shutdown(const std::string& why, Status /*status*/, uint32_t /*failedCall*/) override {
-    std::unique_lock<std::mutex> lock(mu_);
-    if (shutdownWhy_.empty()) shutdownWhy_ = why.empty() ? "the communicator failed" : why;
-    lock.unlock();
-    kick();
-    lock.lock();
-    shutdownCv_.wait(lock, [&] { return shutdownDone_ || stopped_; });
+  void shutdown(const std::string& why, Status status, uint32_t failedCall) override {
+    queue_.shutdown(why, status, failedCall);
   }
 
  private:
   static void check(ucs_status_t s, const std::string& what) {
     if (s != UCS_OK) throw Error(Status::kSystemError, "NET/UCX: " + what + " failed: " + ucsError(s));
-  }
-
-  RequestPtr post(bool send, int peer, int channel, void* buf, size_t bytes) {
-    auto req = std::make_shared<Request>();
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      size_t k = static_cast<size_t>(peer) * kChannels + channel;
-      // Tag bits: channel (4) | sequence number (36) | sender rank (24).
-      uint64_t seq = tagSeq(channel, send ? sendSeq_[k]++ : recvSeq_[k]++);
-      posts_.push_back(Post{send, peer, buf, bytes, seq, req});
-    }
-    kick();
-    return req;
-  }
-
-  // Tag bits: channel (4) | sequence number (36) | sender rank (24).
-  static uint64_t tagSeq(int channel, uint64_t seq) {
-    return (seq & ((uint64_t{1} << 36) - 1)) | (static_cast<uint64_t>(channel) << 36);
-  }
-
-  void kick() {
-    uint64_t one = 1;
-    [[maybe_unused]] ssize_t n = ::write(evfd_, &one, sizeof(one));
   }
 
   // ---- progress thread ------------------------------------------------------------------------
@@ -200,29 +160,20 @@ class UcxTransport final : public Transport {
       epoll_wait(epfd_, events, 4, 100);
     }
     closeAll();
-    std::lock_guard<std::mutex> lock(mu_);
-    stopped_ = true;
-    shutdownCv_.notify_all();
+    queue_.stopped();
   }
 
   bool drainPosts() {
     std::deque<Post> posts;
-    std::string why;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      uint64_t v;
-      [[maybe_unused]] ssize_t r = ::read(evfd_, &v, sizeof(v));
-      posts.swap(posts_);
-      if (stop_) return false;
-      why = shutdownWhy_;
-    }
+    ShutdownRequest shutdown;
+    if (!queue_.take(posts, shutdown)) return false;
+    // UCX fails everything at once: the failure's status and call are not needed.
+    const std::string& why = shutdown.why;
     if (!why.empty() && !shutDown_) {
       shutDown_ = true;
       sendNotices(noticeText(why, rootCause_));
       for (int p : setup_.peers) lose(p, why);
-      std::lock_guard<std::mutex> lock(mu_);
-      shutdownDone_ = true;
-      shutdownCv_.notify_all();
+      queue_.shutdownDone();
     }
     for (auto& p : posts) start(p);
     return true;
@@ -242,7 +193,7 @@ class UcxTransport final : public Transport {
     for (int p : connected) {
       if (lost_.count(p)) continue;
       auto req = std::make_shared<Request>();
-      start(Post{true, p, msg.data(), kNoticeBytes, tagSeq(kNoticeChannel, 0), req});
+      start(Post{true, p, reinterpret_cast<std::byte*>(msg.data()), kNoticeBytes, tagSeq(kNoticeChannel, 0), {}, req});
       reqs.push_back(req);
     }
     auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(200);
@@ -516,7 +467,6 @@ class UcxTransport final : public Transport {
   ucp_context_h ctx_ = nullptr;
   ucp_worker_h worker_ = nullptr;
   int workerFd_ = -1;
-  int evfd_ = -1;
   int epfd_ = -1;
   // Endpoints on first use only when CFX_RUNTIME_CONNECT=1 is set explicitly; by default they are
   // made at init. On demand, an endpoint can still be wiring up when its peer dies, and UCX 1.13.1
@@ -549,14 +499,7 @@ class UcxTransport final : public Transport {
   bool changed_ = false;
   bool shutDown_ = false;
 
-  std::mutex mu_;
-  std::condition_variable shutdownCv_;
-  bool shutdownDone_ = false;
-  bool stopped_ = false;
-  std::deque<Post> posts_;
-  std::vector<uint64_t> sendSeq_, recvSeq_;
-  bool stop_ = false;
-  std::string shutdownWhy_;
+  PostQueue queue_;
   std::string rootCause_;  // the first failure a peer's notice reported: relayed, not re-wrapped
 
   std::thread thread_;
