@@ -1,5 +1,5 @@
 // Typed errors used inside Conflux. Every layer throws conflux::Error; the C API converts it to a
-// cfxResult_t at one guard (comm/src/api_guard.h). Status mirrors the C result codes without
+// cfxResult_t at one guard (comm/src/api/handle.h). Status mirrors the C result codes without
 // depending on the public header, so transport and topology stay independent of comm.
 #pragma once
 

@@ -47,7 +47,9 @@ std::vector<RankResult> initThreads(const cfxUniqueId& id, const std::vector<std
 
 void destroyAll(std::vector<RankResult>& rs) {
   for (auto& r : rs) {
-    if (r.comm != nullptr) EXPECT_EQ(cfxCommDestroy(r.comm), cfxSuccess);
+    if (r.comm != nullptr) {
+      EXPECT_EQ(cfxCommDestroy(r.comm), cfxSuccess);
+    }
   }
 }
 

@@ -95,7 +95,9 @@ TEST_P(StoresTest, ExactResults) {
   o.env = {std::string("CFX_STREAMING_STORES=") + streaming};
   runRanks(n, [c = c](Rank& rk) {
     for (bool inPlace : {false, true}) ASSERT_EQ(runCase(rk, c, cfxFloat32, cfxSum, kLargeCount, inPlace), "");
-    if (reduces(c)) ASSERT_EQ(runCase(rk, c, cfxBfloat16, cfxAvg, kLargeCount, false), "");
+    if (reduces(c)) {
+      ASSERT_EQ(runCase(rk, c, cfxBfloat16, cfxAvg, kLargeCount, false), "");
+    }
   }, o);
 }
 

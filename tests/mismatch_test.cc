@@ -287,7 +287,9 @@ TEST(Mismatch, TwoSelfRootsWithinTheDefaultWindow) {
     while (r == cfxSuccess && calls < 32) {
       int64_t v = rk.rank == 0 ? 1000 + calls : -1;
       r = cfxBroadcast(&v, &v, 1, cfxInt64, 0, rk.comm, nullptr);
-      if (r == cfxSuccess) ASSERT_EQ(v, 1000 + calls) << "call " << calls;
+      if (r == cfxSuccess) {
+        ASSERT_EQ(v, 1000 + calls) << "call " << calls;
+      }
       ++calls;
     }
     ASSERT_EQ(r, cfxInvalidUsage) << cfxGetErrorString(r) << " after " << calls << " calls";

@@ -325,7 +325,9 @@ TEST(MultiHostFault, LinkCut) {
     EXPECT_NE(msg.find("rank "), std::string::npos) << msg;
     EXPECT_TRUE(msg.find("timed out") != std::string::npos || msg.find("lost the connection") != std::string::npos)
         << msg;
-    if (cuts) EXPECT_NE(msg.find("timed out after 3.0 s"), std::string::npos) << msg;
+    if (cuts) {
+      EXPECT_NE(msg.find("timed out after 3.0 s"), std::string::npos) << msg;
+    }
   }, o);
 }
 

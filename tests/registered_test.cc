@@ -162,7 +162,9 @@ TEST_P(RegisteredTest, EveryCollectiveDatatypeAndOpMatchesTheStagedPathBitwise) 
       }
     }
     // The zero-copy path ran: the peers' memory files were mapped here.
-    if (rk.nranks > 1) EXPECT_GT(mappedShareables(), 0) << "no peer's registered buffer was ever mapped";
+    if (rk.nranks > 1) {
+      EXPECT_GT(mappedShareables(), 0) << "no peer's registered buffer was ever mapped";
+    }
   }, everySize());
 }
 
@@ -197,7 +199,9 @@ TEST_P(RegisteredTest, ReduceScatterIntoPlainOutputsMatchesTheStagedPathBitwise)
       CFX_ASSERT_OK(cfxReduceScatter(arena.base, recv.data(), count, cfxFloat32, cfxSum, rk.comm, nullptr));
       ASSERT_EQ(std::memcmp(recv.data(), plainRecv.data(), recv.size()), 0) << "count " << count << ", rank " << rk.rank;
     }
-    if (n > 1) EXPECT_GT(mappedShareables(), 0) << "no peer's registered buffer was ever mapped";
+    if (n > 1) {
+      EXPECT_GT(mappedShareables(), 0) << "no peer's registered buffer was ever mapped";
+    }
   }, everySize());
 }
 

@@ -78,7 +78,9 @@ TEST_P(RunAheadTest, FarAheadOfTheReaders) {
     for (int k = 0; k < kCalls; ++k) {
       int32_t c = rk.rank + k, sum = -1;
       CFX_ASSERT_OK(cfxReduce(&c, &sum, 1, cfxInt32, cfxSum, 0, rk.comm, nullptr));
-      if (rk.rank == 0) ASSERT_EQ(sum, rk.nranks * k + rk.nranks * (rk.nranks - 1) / 2) << "call " << k;
+      if (rk.rank == 0) {
+        ASSERT_EQ(sum, rk.nranks * k + rk.nranks * (rk.nranks - 1) / 2) << "call " << k;
+      }
     }
   });
 }

@@ -170,8 +170,12 @@ TEST_P(DiesDuringShrink, FailsCleanlyNamingIt) {
     EXPECT_EQ(r, cfxRemoteError) << msg;
     EXPECT_EQ(sub, nullptr);
     EXPECT_LT(secs, 10.0) << msg;
-    if (second == 2) EXPECT_NE(msg.find("exited before it joined"), std::string::npos) << msg;
-    if (second == 0) EXPECT_NE(msg.find("the first survivor, rank 0"), std::string::npos) << msg;
+    if (second == 2) {
+      EXPECT_NE(msg.find("exited before it joined"), std::string::npos) << msg;
+    }
+    if (second == 0) {
+      EXPECT_NE(msg.find("the first survivor, rank 0"), std::string::npos) << msg;
+    }
     std::printf("[shrink] rank %d: %s after %.2f s: %s\n", rk.rank, cfxGetErrorString(r), secs, msg.c_str());
     // Excluding both, the last survivors shrink after all.
     const int both[] = {second, 3};

@@ -84,7 +84,7 @@ std::unique_ptr<Communicator> Communicator::shrink(const std::vector<int>& exclu
     for (int r : survivors) {
       where.push_back({r, hosts_.hostOf[r] == hosts_.hostOf[rank_], pids_[r], rendezvous_.peer(r)});
     }
-    rendezvous_.startRoot(secret, timeout, {n, [where](int r) { return where[r].whyGone(); }});
+    rendezvous_.startRoot(secret, timeout, {n, [where](int r) { return where[r].whyGone(); }, nullptr});
   }
   logInfo("cfxCommShrink: rank " + std::to_string(rank_) + " becomes rank " + std::to_string(newRank) + " of " +
           std::to_string(n) + " (" + std::to_string(excluded.size()) + " excluded); root: rank " +

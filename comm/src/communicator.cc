@@ -159,7 +159,7 @@ void Communicator::logInit(const std::string& binding) const {
   logInfo("Conflux version " + std::to_string(CFX_MAJOR) + "." + std::to_string(CFX_MINOR) + "." +
           std::to_string(CFX_PATCH) + ": comm " + bootstrap::hex(reinterpret_cast<const uint8_t*>(&hash_), 8) +
           " rank " + std::to_string(rank_) + " nranks " + std::to_string(size()) + " pid " + std::to_string(getpid()) +
-          " " + where + " - Init COMPLETE; " + tuning_.describe(ctx_->size()));
+          " " + where + " - Init COMPLETE; " + tuning_.describe());
 }
 
 std::unique_ptr<Communicator> Communicator::init(const bootstrap::UniqueIdData& id, int nranks, int rank,

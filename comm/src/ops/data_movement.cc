@@ -92,7 +92,7 @@ class AlltoAllOp : public PhasedCollective {
 
 }  // namespace
 
-std::unique_ptr<Op> makeReducingCollective(const CollArgs& a, const Tuning& tuning, int nranks);
+std::unique_ptr<Op> makeReducingCollective(const CollArgs& a, const Tuning& tuning);
 
 std::unique_ptr<Op> makeCollective(const CollArgs& args, const Tuning& tuning, int nranks) {
   // Small calls take the mailbox path unless an algorithm is forced (tests force each one).
@@ -109,7 +109,7 @@ std::unique_ptr<Op> makeCollective(const CollArgs& args, const Tuning& tuning, i
     case Coll::kBroadcast: return std::make_unique<BroadcastOp>(a);
     case Coll::kAllGather: return std::make_unique<AllGatherOp>(a);
     case Coll::kAlltoAll: return std::make_unique<AlltoAllOp>(a);
-    default: return makeReducingCollective(a, tuning, nranks);
+    default: return makeReducingCollective(a, tuning);
   }
 }
 

@@ -152,9 +152,9 @@ class ReduceScatterOp : public PhasedCollective {
 
 std::unique_ptr<Op> makeTwoLevelAllReduce(const CollArgs& a);  // ops/two_level.cc
 
-std::unique_ptr<Op> makeReducingCollective(const CollArgs& a, const Tuning& tuning, int nranks) {
+std::unique_ptr<Op> makeReducingCollective(const CollArgs& a, const Tuning& tuning) {
   if (a.coll == Coll::kReduceScatter) return std::make_unique<ReduceScatterOp>(a);
-  if (tuning.choose(a.count * reduce::dataTypeSize(a.datatype), nranks, a.coll == Coll::kReduce) == Algo::kDirect) {
+  if (tuning.choose(a.count * reduce::dataTypeSize(a.datatype), a.coll == Coll::kReduce) == Algo::kDirect) {
     return std::make_unique<DirectAllReduceOp>(a);
   }
   // Two-level reduces each domain's partial sum first: not for an exact op, whose kernel must see

@@ -73,22 +73,20 @@ Tuning Tuning::fromEnv(bool ownCpus) {
 }
 
 
-Algo Tuning::choose(size_t bytes, int nranks, bool rootOnly) const {
+Algo Tuning::choose(size_t bytes, bool rootOnly) const {
   if (forced == Algo::kDirect || forced == Algo::kRsag) return forced;
   if (directMaxBytes > 0) return bytes <= directMaxBytes ? Algo::kDirect : Algo::kRsag;
   // Built-in rule, measured with all_reduce_perf on 2 to 4 ranks (perf/RESULTS.md): one barrier
   // per chunk wins while latency dominates; beyond 16 KiB rsag's smaller per-rank work wins
   // (Reduce: 64 KiB, where only the root reduces).
-  (void)nranks;
   return bytes <= (rootOnly ? kReduceDirectMaxDefault : kDirectMaxDefault) ? Algo::kDirect : Algo::kRsag;
 }
 
-std::string Tuning::describe(int nranks) const {
+std::string Tuning::describe() const {
   if (forced != Algo::kAuto) return std::string("algorithm forced to ") + algoName(forced) + " (CFX_ALGO)";
   if (directMaxBytes > 0) {
     return "AllReduce/Reduce: direct up to " + std::to_string(directMaxBytes) + " bytes, then rsag (CFX_DIRECT_MAX_BYTES)";
   }
-  (void)nranks;
   return "mailbox up to 1 KiB of input per rank; AllReduce direct up to " + std::to_string(kDirectMaxDefault) +
          " bytes (Reduce " + std::to_string(kReduceDirectMaxDefault) + "), then " + (domains >= 2 ? "two-level rsag over " + std::to_string(domains) + " NUMA domains" : std::string("rsag")) +
          "; AllGather/AlltoAll/Broadcast single-copy " +

@@ -67,9 +67,11 @@ struct Tuning {
   // Whether a collective of `bytes` (its larger buffer) that has a zero-copy path may run on
   // registered buffers: it then publishes them and agrees on the path first.
   bool mayRegister(size_t bytes) const { return registered && forced == Algo::kAuto && bytes >= registeredMinBytes; }
-  // The algorithm for an AllReduce (or a Reduce: `rootOnly`) of `bytes` on `nranks` ranks.
-  Algo choose(size_t bytes, int nranks, bool rootOnly = false) const;
-  std::string describe(int nranks) const;
+  // The algorithm for an AllReduce (or a Reduce: `rootOnly`) of `bytes`: the same thresholds for
+  // every number of ranks (the rule was measured on 2 to 4).
+  Algo choose(size_t bytes, bool rootOnly = false) const;
+  // The rules in words, for the init log line.
+  std::string describe() const;
 };
 
 const char* algoName(Algo a);
