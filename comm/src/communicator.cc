@@ -9,6 +9,7 @@
 
 #include "bootstrap/client.h"
 #include "ops/call_tag.h"
+#include "ops/select.h"
 #include "reduce/kernels.h"
 #include "common/env.h"
 #include "common/log.h"
@@ -296,9 +297,7 @@ void Communicator::runInternal(Coll coll, const void* send, void* recv, size_t c
 }
 
 bool Communicator::quickCollective(const CollArgs& a, Stream* stream, Outcome& out) {
-  if (transport_ || (tuning_.forced != Algo::kAuto && tuning_.forced != Algo::kMailbox) || !fitsMailbox(a, size())) {
-    return false;
-  }
+  if (transport_ || selectHostAlgo(a, tuning_, size()) != HostAlgo::kMailbox) return false;
   MailboxOp op(a, size());
   return engine_->runQuick(op, flightCallOf(a, nullptr), stream, out);
 }

@@ -4,10 +4,7 @@
 
 #include "ops/collective.h"
 #include "ops/copy.h"
-#include "ops/mailbox_op.h"
-#include "ops/single_copy.h"
-#include "ops/tuning.h"
-#include "ops/zero_copy.h"
+#include "ops/staged.h"
 
 namespace conflux {
 
@@ -92,25 +89,8 @@ class AlltoAllOp : public PhasedCollective {
 
 }  // namespace
 
-std::unique_ptr<Op> makeReducingCollective(const CollArgs& a, const Tuning& tuning);
-
-std::unique_ptr<Op> makeCollective(const CollArgs& args, const Tuning& tuning, int nranks) {
-  // Small calls take the mailbox path unless an algorithm is forced (tests force each one).
-  bool mailboxAllowed = tuning.forced == Algo::kAuto || tuning.forced == Algo::kMailbox;
-  if (mailboxAllowed && fitsMailbox(args, nranks)) return makeMailboxOp(args, nranks);
-  CollArgs a = args;
-  if (hasZeroCopy(a.coll) && a.outerCall == 0) {
-    size_t sendBytes, recvBytes;
-    bufferBytes(a, 0, nranks, sendBytes, recvBytes);
-    a.agreeOnBuffers = tuning.mayRegister(std::max(sendBytes, recvBytes));
-  }
-  if (useSingleCopy(a, tuning, nranks)) return makeSingleCopy(a);
-  switch (a.coll) {
-    case Coll::kBroadcast: return std::make_unique<BroadcastOp>(a);
-    case Coll::kAllGather: return std::make_unique<AllGatherOp>(a);
-    case Coll::kAlltoAll: return std::make_unique<AlltoAllOp>(a);
-    default: return makeReducingCollective(a, tuning);
-  }
-}
+std::unique_ptr<Op> makeStagedBroadcast(const CollArgs& a) { return std::make_unique<BroadcastOp>(a); }
+std::unique_ptr<Op> makeStagedAllGather(const CollArgs& a) { return std::make_unique<AllGatherOp>(a); }
+std::unique_ptr<Op> makeStagedAlltoAll(const CollArgs& a) { return std::make_unique<AlltoAllOp>(a); }
 
 }  // namespace conflux

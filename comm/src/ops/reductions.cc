@@ -4,7 +4,7 @@
 
 #include "ops/collective.h"
 #include "ops/copy.h"
-#include "ops/tuning.h"
+#include "ops/staged.h"
 #include "reduce/kernels.h"
 
 namespace conflux {
@@ -150,17 +150,8 @@ class ReduceScatterOp : public PhasedCollective {
 
 }  // namespace
 
-std::unique_ptr<Op> makeTwoLevelAllReduce(const CollArgs& a);  // ops/two_level.cc
-
-std::unique_ptr<Op> makeReducingCollective(const CollArgs& a, const Tuning& tuning) {
-  if (a.coll == Coll::kReduceScatter) return std::make_unique<ReduceScatterOp>(a);
-  if (tuning.choose(a.count * reduce::dataTypeSize(a.datatype), a.coll == Coll::kReduce) == Algo::kDirect) {
-    return std::make_unique<DirectAllReduceOp>(a);
-  }
-  // Two-level reduces each domain's partial sum first: not for an exact op, whose kernel must see
-  // every rank's input at once.
-  if (tuning.domains >= 2 && !reduce::isExactOp(a.op)) return makeTwoLevelAllReduce(a);
-  return std::make_unique<AllReduceOp>(a);
-}
+std::unique_ptr<Op> makeStagedReduceScatter(const CollArgs& a) { return std::make_unique<ReduceScatterOp>(a); }
+std::unique_ptr<Op> makeDirectAllReduce(const CollArgs& a) { return std::make_unique<DirectAllReduceOp>(a); }
+std::unique_ptr<Op> makeRsagAllReduce(const CollArgs& a) { return std::make_unique<AllReduceOp>(a); }
 
 }  // namespace conflux

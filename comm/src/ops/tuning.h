@@ -1,4 +1,5 @@
-// Algorithm selection for one communicator, read from the environment once at creation.
+// The settings that steer algorithm selection for one communicator, read from the environment once
+// at creation; ops/select.h applies them to each call.
 //
 // AllReduce and Reduce have two shared-memory algorithms:
 //   direct: every rank stages its chunk, then reduces all ranks' chunks (in rank order) straight
@@ -22,7 +23,7 @@
 namespace conflux {
 
 enum class Algo { kAuto, kDirect, kRsag, kMailbox };
-// Between hosts (comm/src/hier/net_tuning.h): ring, double binary tree, halving-doubling, or a
+// Between hosts (comm/src/hier/net_tuning.cc, declared in hier/hier_ops.h): ring, double binary tree, halving-doubling, or a
 // flat host-ordered ring over all ranks with no shared-memory phase (the baseline it beats).
 enum class NetAlgo { kAuto, kRing, kTree, kHalvingDoubling, kFlat };
 

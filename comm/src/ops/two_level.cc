@@ -7,6 +7,7 @@
 
 #include "ops/collective.h"
 #include "ops/copy.h"
+#include "ops/staged.h"
 #include "ops/tuning.h"
 #include "reduce/kernels.h"
 

@@ -1,0 +1,78 @@
+// The rule that picks a collective's path inside one host (comm/src/ops/select.h).
+#include <gtest/gtest.h>
+
+#include "ops/mailbox_op.h"
+#include "ops/select.h"
+
+namespace conflux {
+namespace {
+
+CollArgs call(Coll c, size_t count, cfxDataType_t t = cfxFloat32, cfxRedOp_t op = cfxSum) {
+  static char in[1], out[1];  // never touched: the rule reads only whether they are the same
+  return CollArgs{c, in, out, count, t, op, c == Coll::kReduce || c == Coll::kBroadcast ? 0 : -1};
+}
+
+TEST(HostAlgoRule, SmallCallsTakeTheMailboxUnlessAnAlgorithmIsForced) {
+  Tuning t;
+  EXPECT_EQ(selectHostAlgo(call(Coll::kAllReduce, 256), t, 4), HostAlgo::kMailbox);  // 1 KiB per rank
+  EXPECT_EQ(selectHostAlgo(call(Coll::kAllReduce, 257), t, 4), HostAlgo::kDirect);
+  EXPECT_EQ(selectHostAlgo(call(Coll::kAllReduce, 0), t, 8), HostAlgo::kMailbox);
+  // AlltoAll and ReduceScatter count per block: n blocks must fit.
+  EXPECT_EQ(selectHostAlgo(call(Coll::kAlltoAll, 64), t, 4), HostAlgo::kMailbox);
+  EXPECT_EQ(selectHostAlgo(call(Coll::kAlltoAll, 65), t, 4), HostAlgo::kStagedAlltoAll);
+  EXPECT_EQ(selectHostAlgo(call(Coll::kReduceScatter, 65), t, 4), HostAlgo::kStagedReduceScatter);
+  // More ranks than the mailbox path serves.
+  EXPECT_EQ(selectHostAlgo(call(Coll::kAllReduce, 1), t, kMaxDirectRanks + 1), HostAlgo::kDirect);
+  t.forced = Algo::kMailbox;
+  EXPECT_EQ(selectHostAlgo(call(Coll::kAllReduce, 1), t, 4), HostAlgo::kMailbox);
+  t.forced = Algo::kRsag;
+  EXPECT_EQ(selectHostAlgo(call(Coll::kAllReduce, 1), t, 4), HostAlgo::kRsag);
+  EXPECT_EQ(selectHostAlgo(call(Coll::kBroadcast, 1), t, 4), HostAlgo::kStagedBroadcast);
+  t.forced = Algo::kDirect;
+  EXPECT_EQ(selectHostAlgo(call(Coll::kAllReduce, 1 << 20), t, 4), HostAlgo::kDirect);
+}
+
+TEST(HostAlgoRule, AllReduceAndReduceByTheirBytes) {
+  Tuning t;
+  const size_t direct = kDirectMaxDefault / 4, reduceDirect = kReduceDirectMaxDefault / 4;
+  EXPECT_EQ(selectHostAlgo(call(Coll::kAllReduce, direct), t, 2), HostAlgo::kDirect);
+  EXPECT_EQ(selectHostAlgo(call(Coll::kAllReduce, direct + 1), t, 2), HostAlgo::kRsag);
+  EXPECT_EQ(selectHostAlgo(call(Coll::kReduce, reduceDirect), t, 2), HostAlgo::kDirect);
+  EXPECT_EQ(selectHostAlgo(call(Coll::kReduce, reduceDirect + 1), t, 2), HostAlgo::kRsag);
+  t.directMaxBytes = 4 << 20;  // CFX_DIRECT_MAX_BYTES
+  EXPECT_EQ(selectHostAlgo(call(Coll::kAllReduce, 1 << 20), t, 2), HostAlgo::kDirect);
+  EXPECT_EQ(selectHostAlgo(call(Coll::kAllReduce, (1 << 20) + 1), t, 2), HostAlgo::kRsag);
+}
+
+TEST(HostAlgoRule, TwoLevelOnlyAcrossDomainsAndNeverForExactOps) {
+  Tuning t;
+  t.domains = 2;
+  EXPECT_EQ(selectHostAlgo(call(Coll::kAllReduce, 1 << 20), t, 4), HostAlgo::kTwoLevel);
+  EXPECT_EQ(selectHostAlgo(call(Coll::kAllReduce, 1 << 20, cfxFloat32, cfxSumExact), t, 4), HostAlgo::kRsag);
+  EXPECT_EQ(selectHostAlgo(call(Coll::kAllReduce, 1024), t, 4), HostAlgo::kDirect);  // direct first
+}
+
+TEST(HostAlgoRule, SingleCopyForLargeDataMovementWhereAllowed) {
+  Tuning t;
+  EXPECT_EQ(selectHostAlgo(call(Coll::kAllGather, 1 << 20), t, 2), HostAlgo::kStagedAllGather);  // CMA off
+  t.cma = true;
+  t.cmaMinBytes = 64 << 10;
+  EXPECT_EQ(selectHostAlgo(call(Coll::kAllGather, 1 << 20), t, 2), HostAlgo::kSingleCopy);
+  EXPECT_EQ(selectHostAlgo(call(Coll::kBroadcast, 1 << 20), t, 2), HostAlgo::kSingleCopy);
+  EXPECT_EQ(selectHostAlgo(call(Coll::kAlltoAll, 1 << 20), t, 2), HostAlgo::kSingleCopy);
+  EXPECT_EQ(selectHostAlgo(call(Coll::kBroadcast, 1024), t, 2), HostAlgo::kStagedBroadcast);  // under the minimum
+  // Beyond kCmaMaxGatherBytes AllGather and Broadcast stage (streaming stores move less).
+  EXPECT_EQ(selectHostAlgo(call(Coll::kBroadcast, Tuning::kCmaMaxGatherBytes / 4 + 1), t, 2),
+            HostAlgo::kStagedBroadcast);
+  // In-place AlltoAll cannot read a peer's input that the peer overwrites meanwhile.
+  CollArgs inPlace = call(Coll::kAlltoAll, 1 << 20);
+  inPlace.recv = const_cast<void*>(inPlace.send);
+  EXPECT_EQ(selectHostAlgo(inPlace, t, 2), HostAlgo::kStagedAlltoAll);
+  // Reductions never read the peers' buffers this way.
+  EXPECT_EQ(selectHostAlgo(call(Coll::kAllReduce, 1 << 20), t, 2), HostAlgo::kRsag);
+  t.forced = Algo::kRsag;  // a forced algorithm turns it off
+  EXPECT_EQ(selectHostAlgo(call(Coll::kAllGather, 1 << 20), t, 2), HostAlgo::kStagedAllGather);
+}
+
+}  // namespace
+}  // namespace conflux
