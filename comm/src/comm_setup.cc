@@ -79,12 +79,8 @@ Outcome capture(const std::function<void()>& f) {
   try {
     f();
     return {};
-  } catch (const Error& e) {
-    return Outcome{e.status(), e.what()};
-  } catch (const std::bad_alloc&) {
-    return Outcome{Status::kSystemError, "out of memory during initialisation"};
-  } catch (const std::exception& e) {
-    return Outcome{Status::kInternalError, e.what()};
+  } catch (...) {
+    return currentException();
   }
 }
 

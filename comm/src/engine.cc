@@ -98,10 +98,9 @@ Outcome Engine::attempt(std::span<std::unique_ptr<Op>> ops, const RunLimit* limi
   }
   try {
     finished = executeBatch(ctx_, ops, limit, recorder_ ? &observer_ : nullptr, early_);
-  } catch (const Error& e) {
-    out = Outcome{e.status(), e.what(), failedCallOf(ops, early_)};
-  } catch (const std::exception& e) {
-    out = Outcome{Status::kInternalError, e.what(), failedCallOf(ops, early_)};
+  } catch (...) {
+    out = currentException();
+    out.failedCall = failedCallOf(ops, early_);
   }
   if (out.ok() && finished) {
     if (recorder_) {

@@ -20,4 +20,10 @@ struct Outcome {
   }
 };
 
+// The exception being handled, as an Outcome: an Error keeps its status and message, running out
+// of memory is kSystemError, anything else kInternalError. Call it only inside a catch block. It
+// is the one place where exceptions become statuses: the API guard (api/handle.h), the engine and
+// the set-up steps (comm_setup.h) all catch everything and ask it.
+Outcome currentException();
+
 }  // namespace conflux

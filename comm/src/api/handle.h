@@ -13,6 +13,7 @@
 #include "common/error.h"
 #include "communicator.h"
 #include "conflux/conflux.h"
+#include "outcome.h"
 
 struct cfxComm {
   static constexpr uint32_t kAlive = 0xc0f1c0f1u;
@@ -58,14 +59,9 @@ cfxResult_t guarded(const char* fn, cfxComm_t comm, F&& body) noexcept {
   try {
     body();
     return cfxSuccess;
-  } catch (const Error& e) {
-    return fail(fn, comm, e.status(), e.what());
-  } catch (const std::bad_alloc&) {
-    return fail(fn, comm, Status::kSystemError, "out of memory");
-  } catch (const std::exception& e) {
-    return fail(fn, comm, Status::kInternalError, e.what());
   } catch (...) {
-    return fail(fn, comm, Status::kInternalError, "unknown exception");
+    const Outcome why = currentException();
+    return fail(fn, comm, why.status, why.message);
   }
 }
 
