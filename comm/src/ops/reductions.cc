@@ -21,8 +21,9 @@ namespace {
 //   finish chunk p-2:  copy the peers' reduced slices from scratch to the output.
 // Outputs are the root's only for Reduce, written with the stores this rank chose for large
 // messages (ops/copy.h). Copying the own slice in the combine rather than the finish moves the
-// same bytes but reads them from cache: 2-rank AllReduce of 128 KiB to 256 MiB ran 4-10% faster
-// on the Intel Xeon VM (perf/RESULTS.md, 2026-11-29).
+// same bytes but reads them from cache: 2-rank AllReduce of 16-256 MiB ran 4-12% faster on the
+// Intel Xeon VM while it was quiet, and the same once memory was busier (perf/RESULTS.md,
+// 2026-11-29).
 class AllReduceOp : public PhasedCollective {
  public:
   using PhasedCollective::PhasedCollective;
