@@ -6,6 +6,7 @@
 #include <set>
 #include <vector>
 
+#include "common/arith.h"
 #include "hier/hier_ops.h"
 #include "vector_coll.h"
 #include "patterns/double_binary_tree.h"
@@ -196,6 +197,21 @@ TEST(KaryTree, ChildrenAndParentsAgree) {
   }
   EXPECT_EQ(karyDepth(8192, kBootstrapFanout), 5);
   EXPECT_TRUE(karyChildren(1, 0, 8).empty());
+}
+
+TEST(Arith, CeilDivRoundUpLargestPowerOfTwo) {
+  EXPECT_EQ(ceilDiv<size_t>(0, 4), 0u);
+  EXPECT_EQ(ceilDiv<size_t>(1, 4), 1u);
+  EXPECT_EQ(ceilDiv<size_t>(8, 4), 2u);
+  EXPECT_EQ(ceilDiv<size_t>(9, 4), 3u);
+  EXPECT_EQ(roundUp<size_t>(0, 64), 0u);
+  EXPECT_EQ(roundUp<size_t>(1, 64), 64u);
+  EXPECT_EQ(roundUp<size_t>(128, 64), 128u);
+  EXPECT_EQ(roundUp<size_t>(129, 64), 192u);
+  const int expected[] = {1, 1, 1, 2, 2, 4, 4, 4, 4, 8, 8};  // n = -1 .. 9
+  for (int n = -1; n <= 9; ++n) EXPECT_EQ(largestPowerOfTwo(n), expected[n + 1]) << "n = " << n;
+  EXPECT_EQ(largestPowerOfTwo(1000), 512);
+  EXPECT_EQ(largestPowerOfTwo(1024), 1024);
 }
 
 TEST(NetCostModel, ChoosesByScale) {

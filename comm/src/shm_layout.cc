@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <string>
 
+#include "common/arith.h"
 #include "common/env.h"
 #include "common/error.h"
 #include "transport/shm/channel.h"
@@ -17,7 +18,6 @@ const char* collectiveName(int32_t coll) {
 
 namespace {
 constexpr size_t kPage = 4096;
-size_t roundUp(size_t x, size_t a) { return (x + a - 1) / a * a; }
 }  // namespace
 
 size_t Layout::controlOffset() const { return roundUp(sizeof(SegmentHeader), kPage); }
@@ -41,7 +41,7 @@ Layout Layout::fromEnv(int nranks) {
   size_t perChannel = static_cast<size_t>(p2p) / (static_cast<size_t>(nranks) * nranks);
   perChannel = std::clamp(perChannel, size_t{16} << 10, size_t{1} << 20);
   l.p2pSlots = 4;
-  l.p2pSlotBytes = roundUp(perChannel / l.p2pSlots, 64);
+  l.p2pSlotBytes = roundUp(perChannel / l.p2pSlots, size_t{64});
   return l;
 }
 

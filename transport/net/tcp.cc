@@ -14,6 +14,7 @@
 #include <map>
 #include <thread>
 
+#include "common/arith.h"
 #include "common/env.h"
 #include "common/log.h"
 #include "transport/net/notice.h"
@@ -345,8 +346,8 @@ class TcpTransport final : public Transport {
   }
 
   void queueSend(Peer& peer, const Post& p) {
-    size_t chunk = std::clamp((p.bytes + nsocks_ - 1) / nsocks_, kMinChunk, kMaxChunk);
-    size_t frames = p.bytes == 0 ? 1 : (p.bytes + chunk - 1) / chunk;
+    size_t chunk = std::clamp(ceilDiv(p.bytes, static_cast<size_t>(nsocks_)), kMinChunk, kMaxChunk);
+    size_t frames = p.bytes == 0 ? 1 : ceilDiv(p.bytes, chunk);
     auto msg = std::make_shared<SendMsg>(SendMsg{p.req, frames});
     for (size_t i = 0; i < frames; ++i) {
       Frame f{};

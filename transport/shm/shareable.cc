@@ -12,6 +12,7 @@
 #include <string>
 #include <utility>
 
+#include "common/arith.h"
 #include "common/error.h"
 
 namespace conflux::shm {
@@ -35,7 +36,7 @@ Header& headerOf(std::byte* base) { return *reinterpret_cast<Header*>(base); }
 void* allocShareable(size_t bytes) {
   const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
   // At least one page after the header, so the pointer returned lies inside the mapping.
-  const size_t mapBytes = kShareableHeaderBytes + std::max<size_t>(1, (bytes + page - 1) / page) * page;
+  const size_t mapBytes = kShareableHeaderBytes + std::max<size_t>(1, ceilDiv(bytes, page)) * page;
   int fd = memfd_create(kFileName, MFD_CLOEXEC);
   if (fd < 0) throwSystemError("memfd_create for " + std::to_string(bytes) + " shareable bytes", errno);
   struct stat st{};

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "common/arith.h"
 #include "hier/net_algos.h"
 #include "ops/call_tag.h"
 #include "reduce/kernels.h"
@@ -64,7 +65,7 @@ class Builder {
   Builder(const CollArgs& a, const HierEnv& e, uint32_t callSeq)
       : a_(a), e_(e), p_(e), es_(reduce::dataTypeSize(a.datatype)), seq_(std::make_unique<Sequence>()) {
     comb_ = Combine{a.datatype, a.op, e.nranks};
-    localOp_ = a.op == cfxAvg ? cfxSum : a.op;  // Avg divides once, at the end
+    localOp_ = reduce::partialOp(a.op);  // Avg divides once, at the end
     e_.net.call = net::CallTag{packCall(callDescriptor(a)), callSeq};
   }
 
@@ -130,8 +131,8 @@ class Builder {
     if (s > 0) {
       // Pipelined by chunks of c elements per local rank: in-host phases in lane 0 (RS0, RS1, AG0,
       // RS2, AG1, ...), network allreduces in lane 1, so the phases of neighbouring chunks overlap.
-      const size_t c = std::max<size_t>(kPipelineMinBytes / es_ / L, (s + kPipelineChunks - 1) / kPipelineChunks);
-      const size_t nchunks = (s + c - 1) / c;
+      const size_t c = std::max<size_t>(kPipelineMinBytes / es_ / L, ceilDiv(s, kPipelineChunks));
+      const size_t nchunks = ceilDiv(s, c);
       auto lanes = std::make_unique<Lanes>();
       const Group group = p_.sameLocal(p_.local);
       int prevAr = -1;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "common/arith.h"
 #include "patterns/double_binary_tree.h"
 #include "patterns/halving_doubling.h"
 #include "patterns/ring.h"
@@ -21,11 +22,7 @@ void Combine::reduce2(void* dst, const void* a, const void* b, size_t n, bool la
 
 void Combine::reduceN(void* dst, const void* const* srcs, int nsrc, size_t n, bool last) const {
   if (n == 0) return;
-  if (op == cfxAvg) {
-    reduce::reduce(dst, srcs, nsrc, n, type, last ? cfxAvg : cfxSum, last ? divisor : 1);
-  } else {
-    reduce::reduce(dst, srcs, nsrc, n, type, op, 1);
-  }
+  reduce::reduce(dst, srcs, nsrc, n, type, last ? op : reduce::partialOp(op), last && op == cfxAvg ? divisor : 1);
 }
 
 void Combine::finish(void* buf, size_t n) const {
@@ -220,7 +217,7 @@ std::unique_ptr<Op> chainBroadcast(NetEnv env, const Group& g, std::byte* buf, s
   if (i < 0 || m == 1) return schedule(env, "chain Broadcast", {});
   // Pipelined in chunks: in step k a member receives chunk k and forwards chunk k-1.
   const size_t chunk = std::max<size_t>(256 << 10, (bytes + 15) / 16);
-  const size_t nchunks = bytes == 0 ? 1 : (bytes + chunk - 1) / chunk;
+  const size_t nchunks = bytes == 0 ? 1 : ceilDiv(bytes, chunk);
   auto piece = [&](size_t k) {
     size_t off = k * chunk;
     return std::pair<std::byte*, size_t>(buf + off, std::min(chunk, bytes - std::min(off, bytes)));

@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "common/arith.h"
 #include "hier/hier_ops.h"
 
 namespace conflux::hier {
@@ -29,8 +30,7 @@ NetAlgo chooseNetAlgo(size_t bytes, int m, const Tuning& t) {
   if (m <= 2) return NetAlgo::kRing;
   const double S = static_cast<double>(bytes), a = kAlpha, B = kBandwidth;
   const double lg = std::ceil(std::log2(m));
-  int p = 1;
-  while (p * 2 <= m) p *= 2;
+  const int p = largestPowerOfTwo(m);
   const double g = kGamma;
   const double ring = 2 * (m - 1) * a + 2.0 * (m - 1) / m * S / B + 4 * (m - 1) * g;
   const double tree = 2 * lg * a + 2 * lg * (S / 2) / B + 12 * g;

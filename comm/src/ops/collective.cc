@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "common/arith.h"
 #include "ops/zero_copy.h"
 #include "reduce/kernels.h"
 
@@ -133,15 +134,14 @@ void PhasedCollective::waitingOn(const Context& ctx, std::vector<int>& ranks) co
 
 int PhasedCollective::planChunks(Context& ctx, size_t chunkElems, int pipelineDepth) {
   chunkElems_ = std::max<size_t>(1, chunkElems);
-  nchunks_ = (a_.count + chunkElems_ - 1) / chunkElems_;
+  nchunks_ = ceilDiv(a_.count, chunkElems_);
   firstChunk_ = ctx.reserveChunks(nchunks_);
   return static_cast<int>(nchunks_) + pipelineDepth - 1;
 }
 
 void sliceOf(size_t len, size_t esize, int r, int nranks, size_t& lo, size_t& hi) {
   size_t align = std::max<size_t>(1, 64 / esize);
-  size_t per = (len + nranks - 1) / nranks;
-  per = (per + align - 1) / align * align;
+  const size_t per = roundUp(ceilDiv(len, static_cast<size_t>(nranks)), align);
   lo = std::min(len, per * r);
   hi = std::min(len, lo + per);
 }

@@ -52,8 +52,8 @@ class TwoLevelAllReduceOp : public PhasedCollective {
       sliceOf(chunkLen(k), position_, m, lo, hi);
       if (hi > lo) {
         for (int i = 0; i < m; ++i) srcs_[i] = ctx.slotHalf(mates[i], chunkId(k)) + bytes(lo);
-        cfxRedOp_t op = a_.op == cfxAvg ? cfxSum : a_.op;
-        reduce::reduce(ctx.domainHalf(domain_, chunkId(k)) + bytes(lo), srcs_.data(), m, hi - lo, a_.datatype, op, 1);
+        reduce::reduce(ctx.domainHalf(domain_, chunkId(k)) + bytes(lo), srcs_.data(), m, hi - lo, a_.datatype,
+                       reduce::partialOp(a_.op), 1);
       }
     }
     if (stage(phase, 2, k)) {

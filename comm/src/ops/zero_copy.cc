@@ -4,6 +4,7 @@
 #include <atomic>
 #include <cstring>
 
+#include "common/arith.h"
 #include "ops/collective.h"
 #include "ops/copy.h"
 #include "reduce/kernels.h"
@@ -89,7 +90,7 @@ class SliceReducer {
       const int owner = (ctx_.rank() + k) % n_;
       size_t lo, hi;
       sliceOf(a_.count, es_, owner, n_, lo, hi);
-      const uint64_t spans = (hi - lo + span - 1) / span;
+      const uint64_t spans = ceilDiv(hi - lo, span);
       std::atomic<uint64_t>& claimed = ctx_.registered().spansClaimed(owner, seq_);
       if (k > 0 && claimed.load(std::memory_order_relaxed) >= spans) continue;  // leave its line alone
       for (uint64_t s; (s = claimed.fetch_add(1, std::memory_order_relaxed)) < spans;) {
@@ -161,7 +162,7 @@ void reduceBlocks(Context& ctx, const CollArgs& a, uint64_t seq, std::byte* scra
   const bool large = blockBytes * n >= kStreamingMinBytes;  // the message: every block
   const int owners = allRegistered(ctx, seq, true) ? n : 1;
   const size_t per = kZeroCopyBlockBytes / es;
-  const uint64_t spans = (a.count + per - 1) / per;
+  const uint64_t spans = ceilDiv(a.count, per);
   std::vector<const std::byte*> in(n);
   std::vector<const void*> srcs(n);
   bool timed = false;

@@ -1,5 +1,6 @@
 #include <cstdint>
 
+#include "common/arith.h"
 #include "patterns/double_binary_tree.h"
 #include "patterns/halving_doubling.h"
 #include "patterns/kary_tree.h"
@@ -46,16 +47,13 @@ int binomialParent(int n, int v) {
 }
 
 int hdMember(int m, int v) {
-  int p = 1;
-  while (p * 2 <= m) p *= 2;
-  int e = m - p;
+  const int e = m - largestPowerOfTwo(m);
   return v < e ? 2 * v + 1 : v + e;
 }
 
 HdPlan halvingDoubling(int m, int me) {
   HdPlan plan;
-  int p = 1;
-  while (p * 2 <= m) p *= 2;
+  const int p = largestPowerOfTwo(m);
   plan.p = p;
   const int e = m - p;
   if (me < 2 * e) {

@@ -37,6 +37,9 @@ constexpr bool isExactOp(cfxRedOp_t op) { return op == cfxSumExact || op == cfxA
 constexpr cfxRedOp_t plainOp(cfxRedOp_t op) {
   return op == cfxSumExact ? cfxSum : op == cfxAvgExact ? cfxAvg : op;
 }
+// The op of a partial reduction (a step that is not the last): an Avg is a Sum until its last
+// step, which divides once, so that its integer results truncate only once.
+constexpr cfxRedOp_t partialOp(cfxRedOp_t op) { return op == cfxAvg ? cfxSum : op; }
 // Whether the datatype is floating point (the exact reductions differ from the plain ones there).
 constexpr bool isFloatType(cfxDataType_t t) {
   return t == cfxFloat16 || t == cfxFloat32 || t == cfxFloat64 || t == cfxBfloat16 || t == cfxFloat8e4m3 ||
