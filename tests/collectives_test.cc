@@ -64,13 +64,14 @@ TEST_P(CollectiveTest, LargeCount) {
 }
 
 // The single-copy path (process_vm_readv) forced for every size that does not fit a mailbox, at
-// every rank count (by default it is off when ranks outnumber CPUs, as on a 2-core machine).
+// every rank count (by default it is off when ranks outnumber CPUs, as on a 2-core machine);
+// AllReduce and Reduce take it in place.
 class SingleCopyTest : public ::testing::TestWithParam<std::tuple<C, int>> {};
 
 TEST_P(SingleCopyTest, ExactResults) {
   auto [c, n] = GetParam();
   RunOptions o;
-  o.env = {"CFX_CMA=1", "CFX_CMA_MIN_BYTES=1"};
+  o.env = {"CFX_CMA=1", "CFX_CMA_MIN_BYTES=1", "CFX_CMA_REDUCE_MIN_BYTES=1"};
   runRanks(n, [c = c](Rank& rk) {
     runMatrix(rk, c);
     for (bool inPlace : {false, true}) ASSERT_EQ(runCase(rk, c, cfxFloat32, cfxSum, kLargeCount, inPlace), "");
@@ -78,7 +79,8 @@ TEST_P(SingleCopyTest, ExactResults) {
 }
 
 INSTANTIATE_TEST_SUITE_P(ForcedCma, SingleCopyTest,
-                         ::testing::Combine(::testing::Values(C::kBroadcast, C::kAllGather, C::kAlltoAll),
+                         ::testing::Combine(::testing::Values(C::kBroadcast, C::kAllGather, C::kAlltoAll, C::kAllReduce,
+                                                              C::kReduce),
                                             ::testing::Values(2, 3, 5, 8)),
                          [](const auto& info) {
                            return std::string(collName(std::get<0>(info.param))) + "_" +

@@ -7,38 +7,14 @@
 
 #include <cstring>
 #include <fstream>
-#include <random>
 #include <string>
 #include <vector>
 
 #include "harness.h"
+#include "random_data.h"
 
 namespace cfxtest {
 namespace {
-
-size_t typeSize(cfxDataType_t t) {
-  switch (t) {
-    case cfxInt8: case cfxUint8: case cfxFloat8e4m3: case cfxFloat8e5m2: return 1;
-    case cfxFloat16: case cfxBfloat16: return 2;
-    case cfxInt32: case cfxUint32: case cfxFloat32: return 4;
-    default: return 8;
-  }
-}
-
-// Random finite values: the bit just below each float type's sign is cleared, so the exponent is
-// never all ones (no NaN or infinity in any input).
-std::vector<std::byte> randomData(cfxDataType_t t, size_t count, uint32_t seed) {
-  const size_t es = typeSize(t);
-  std::vector<std::byte> v(count * es);
-  std::mt19937 rng(seed);
-  for (auto& b : v) b = static_cast<std::byte>(rng());
-  const bool isFloat = t == cfxFloat16 || t == cfxBfloat16 || t == cfxFloat32 || t == cfxFloat64 ||
-                       t == cfxFloat8e4m3 || t == cfxFloat8e5m2;
-  if (isFloat) {
-    for (size_t i = 0; i < count; ++i) v[i * es + es - 1] &= std::byte{0xbf};
-  }
-  return v;
-}
 
 int mappedShareables() {
   std::ifstream maps("/proc/self/maps");

@@ -132,9 +132,16 @@ std::string describe(const OpDescriptor& d) {
 }  // namespace
 
 void throwMismatch(int myRank, const OpDescriptor& mine, int otherRank, const OpDescriptor& theirs) {
+  OpDescriptor sameFlags = theirs;
+  sameFlags.flags = mine.flags;
+  // The same call on paths chosen apart: the ranks' environments differ.
+  const std::string why = mine.flags != theirs.flags && sameFlags == mine
+                              ? " (the same call with different path settings: CFX_REGISTERED, CFX_CMA and their "
+                                "*_MIN_BYTES must be the same on every rank)"
+                              : "";
   throw Error(Status::kInvalidUsage, "collective mismatch: rank " + std::to_string(myRank) + " called " +
                                          describe(mine) + " but rank " + std::to_string(otherRank) + " called " +
-                                         describe(theirs));
+                                         describe(theirs) + why);
 }
 
 void Context::checkDescriptors(const OpDescriptor& mine) const {

@@ -90,11 +90,17 @@ class Context {
   void publish(const OpDescriptor& d);
   void checkDescriptors(const OpDescriptor& mine) const;
 
-  // Single-copy collectives: the buffer this rank's peers read for operation `seq`, and the pid to
-  // read it from.
-  void publishCmaAddress(uint64_t seq, const void* p) { control(rank_).cmaAddress[seq & 1] = reinterpret_cast<uint64_t>(p); }
+  // Single-copy collectives: the buffers of operation `seq` this rank's peers read from (send) or
+  // write into (recv), and the pid to reach them in.
+  void publishCmaAddress(uint64_t seq, const void* send, const void* recv = nullptr) {
+    control(rank_).cmaAddress[seq & 1][0] = reinterpret_cast<uint64_t>(send);
+    control(rank_).cmaAddress[seq & 1][1] = reinterpret_cast<uint64_t>(recv);
+  }
   const void* cmaAddress(int r, uint64_t seq) const {
-    return reinterpret_cast<const void*>(control(r).cmaAddress[seq & 1]);
+    return reinterpret_cast<const void*>(control(r).cmaAddress[seq & 1][0]);
+  }
+  void* cmaRecvAddress(int r, uint64_t seq) const {
+    return reinterpret_cast<void*>(control(r).cmaAddress[seq & 1][1]);
   }
   pid_t pid(int r) const { return pids_[r]; }
 

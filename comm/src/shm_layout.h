@@ -20,7 +20,7 @@
 namespace conflux {
 
 inline constexpr uint64_t kSegmentMagic = 0x43465853484d3031ull;  // "CFXSHM01"
-inline constexpr uint32_t kSegmentVersion = 13;
+inline constexpr uint32_t kSegmentVersion = 14;
 
 struct OpDescriptor {
   uint64_t seq = 0;
@@ -33,11 +33,12 @@ struct OpDescriptor {
   // number among the communicator's collective calls; 0 for a call on one host.
   uint64_t outer = 0;
   uint32_t outerSeq = 0;
-  uint32_t flags = 0;  // kDescAgreeOnBuffers
+  uint32_t flags = 0;  // kDescAgreeOnBuffers, kDescSingleCopyReduce
 
   bool operator==(const OpDescriptor&) const = default;
 };
-inline constexpr uint32_t kDescAgreeOnBuffers = 1;  // CollArgs::agreeOnBuffers
+inline constexpr uint32_t kDescAgreeOnBuffers = 1;   // CollArgs::agreeOnBuffers
+inline constexpr uint32_t kDescSingleCopyReduce = 2;  // CollArgs::singleCopyReduce
 // The name of collective `coll` (Coll in ops/op.h) for messages; "unknown collective" if out of range.
 const char* collectiveName(int32_t coll);
 
@@ -80,7 +81,7 @@ struct alignas(64) RankControl {
   shm::Doorbell bell;
   alignas(64) std::atomic<uint64_t> arrived{0};  // last barrier this rank reached
   alignas(64) OpDescriptor desc[2];               // current op, double-buffered by sequence parity
-  uint64_t cmaAddress[2];                         // the op's buffer for single-copy reads, same parity
+  uint64_t cmaAddress[2][2];                      // the op's send and receive buffers for single copies, same parity
   PublishedBuffer buffers[2][2];                  // the op's registered send and recv buffers, same parity
   // Registered AllReduce and Reduce: how many spans of this rank's slice have been claimed, by
   // this rank or by a peer done with its own (ops/zero_copy.cc); same parity, reset by this rank

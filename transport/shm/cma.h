@@ -1,5 +1,5 @@
-// Cross-memory attach: copying straight from another process's memory (process_vm_readv), the
-// single-copy path for large messages between ranks of one host.
+// Cross-memory attach: copying straight from or into another process's memory (process_vm_readv,
+// process_vm_writev), the single-copy path for large messages between ranks of one host.
 #pragma once
 
 #include <sys/types.h>
@@ -15,5 +15,7 @@ bool cmaAvailable();
 // Copies `bytes` from `remote` in process `pid` to `local`. Throws Error(kSystemError) naming the
 // peer and the fix (CFX_CMA=0) if the kernel refuses, Error(kRemoteError) if the peer is gone.
 void cmaRead(pid_t pid, int peerRank, void* local, const void* remote, size_t bytes);
+// Copies `bytes` from `local` to `remote` in process `pid`; the same errors.
+void cmaWrite(pid_t pid, int peerRank, void* remote, const void* local, size_t bytes);
 
 }  // namespace conflux::shm

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "common/arith.h"
+#include "ops/single_copy.h"
 #include "ops/zero_copy.h"
 #include "reduce/kernels.h"
 
@@ -17,7 +18,7 @@ OpDescriptor callDescriptor(const CollArgs& a) {
   d.count = a.count;
   d.outer = a.outerCall;
   d.outerSeq = a.outerSeq;
-  d.flags = a.agreeOnBuffers ? kDescAgreeOnBuffers : 0;
+  d.flags = (a.agreeOnBuffers ? kDescAgreeOnBuffers : 0) | (a.singleCopyReduce ? kDescSingleCopyReduce : 0);
   return d;
 }
 
@@ -52,6 +53,7 @@ bool PhasedCollective::progress(Context& ctx) {
       bufferBytes(a_, ctx.rank(), ctx.size(), sendBytes, recvBytes);
       ctx.registered().publish(desc_.seq, sendBytes > 0 ? a_.send : nullptr, sendBytes,
                                recvBytes > 0 ? a_.recv : nullptr, recvBytes);
+      if (a_.singleCopyReduce) ctx.publishCmaAddress(desc_.seq, a_.send, recvBytes > 0 ? a_.recv : nullptr);
       barrier_ = ctx.arrive();
     } else {
       phases_ = plan(ctx);
@@ -73,7 +75,8 @@ bool PhasedCollective::progress(Context& ctx) {
       }
       if (!planned_) {
         zeroCopy_ = zeroCopyReady(ctx, a_, desc_.seq);
-        phases_ = zeroCopy_ ? 2 : plan(ctx);
+        singleCopy_ = !zeroCopy_ && a_.singleCopyReduce && singleCopyReduceReady(ctx, a_, desc_.seq);
+        phases_ = zeroCopy_ || singleCopy_ ? 2 : plan(ctx);
         planned_ = true;
         continue;
       }
@@ -83,7 +86,12 @@ bool PhasedCollective::progress(Context& ctx) {
       done_ = true;
       return true;
     }
-    if (!zeroCopy_) {
+    if (singleCopy_) {
+      if (phase_ == 0) {  // then only a barrier, as below
+        std::vector<std::byte> buffer;
+        runSingleCopyReduce(ctx, a_, desc_.seq, buffer);
+      }
+    } else if (!zeroCopy_) {
       runPhase(ctx, phase_);
     } else if (phase_ == 0) {  // then only a barrier: no rank leaves while a peer uses its buffers
       std::vector<std::byte> block(kZeroCopyBlockBytes + 64);

@@ -5,9 +5,24 @@
 //   phase 2: nothing; its barrier only holds every rank until all have finished reading its
 //            input, so no caller reuses a buffer a peer is still reading.
 // In-place AlltoAll keeps the staged path (a rank's output overwrites input its peers read).
+//
+// Large AllReduce and Reduce in place on every rank (the root, for Reduce) the same way
+// (runSingleCopyReduce, chosen after the call's first barrier as the registered path is,
+// ops/collective.cc): rank r owns slice r of the message (the rsag's slices, sliceOf). Chunk by
+// chunk, it reads slice r of every peer's buffer into a buffer of its own (process_vm_readv),
+// reduces every rank's chunk in rank order, its own in place (the rsag's kernel, sources and
+// order, so the same bits), and writes the result back into its own buffer and every peer's
+// (process_vm_writev; the root's only, for Reduce). In place, the lines it writes into a peer are
+// the ones it just read from there, still in its cache: each buffer is read once and written
+// once, with no read for ownership. No rank touches another's slice, and a rank reads a chunk
+// before it writes the same chunk, so the chunks need no barrier. Out of place, each write would
+// read its destination first, and the path measured slower than the staged rsag.
+#include <algorithm>
 #include <cstring>
 #include <string>
+#include <vector>
 
+#include "common/arith.h"
 #include "ops/collective.h"
 #include "ops/single_copy.h"
 #include "reduce/kernels.h"
@@ -17,19 +32,26 @@ namespace conflux {
 
 namespace {
 
-// Reads local rank r's buffer. A peer that failed returns from its call and may free that buffer,
-// or exit, while this rank reads it (EFAULT, ESRCH): its failure, published before it returned,
-// is then the cause to report, not the failed copy.
-void readPeer(Context& ctx, int r, void* dst, const void* src, size_t bytes) {
+// Reads from (or writes into) local rank r's buffer. A peer that failed returns from its call and
+// may free that buffer, or exit, while this rank copies (EFAULT, ESRCH): its failure, published
+// before it returned, is then the cause to report, not the failed copy.
+void copyPeer(Context& ctx, int r, bool write, void* mine, const void* theirs, size_t bytes) {
   try {
-    shm::cmaRead(ctx.pid(r), ctx.commRank(r), dst, src, bytes);
+    if (write) {
+      shm::cmaWrite(ctx.pid(r), ctx.commRank(r), const_cast<void*>(theirs), mine, bytes);
+    } else {
+      shm::cmaRead(ctx.pid(r), ctx.commRank(r), mine, theirs, bytes);
+    }
   } catch (const Error& e) {
     const std::string failed = e.what();
-    ctx.health().checkAbortAndPoison([&] { return "a copy from rank " + std::to_string(ctx.commRank(r)) + " (" + failed + ")"; },
-                            false);
+    ctx.health().checkAbortAndPoison(
+        [&] { return std::string(write ? "a copy to rank " : "a copy from rank ") + std::to_string(ctx.commRank(r)) + " (" + failed + ")"; },
+        false);
     throw;
   }
 }
+
+void readPeer(Context& ctx, int r, void* dst, const void* src, size_t bytes) { copyPeer(ctx, r, false, dst, src, bytes); }
 
 class SingleCopyOp : public PhasedCollective {
  public:
@@ -81,7 +103,70 @@ class SingleCopyOp : public PhasedCollective {
   }
 };
 
+// Bytes of each peer's chunk read into this rank per copy: the peers' chunks, the result and the
+// lines written back stay in L2. 2-rank AllReduce of 256 MiB in place on the Intel Xeon VM (2 MiB
+// of L2 per core), busbw by chunk size: 64 KiB 4.5-4.7 GB/s, 128 KiB 4.8-5.0, 256 KiB 4.6-4.9,
+// 512 KiB 4.2-4.3, 1 MiB 4.0-4.1 (perf/RESULTS.md, 2026-11-29).
+size_t reduceChunkBytes(int nranks) { return std::clamp<size_t>((size_t{512} << 10) / nranks, 32 << 10, 128 << 10); }
+
 }  // namespace
+
+bool useSingleCopyReduce(const CollArgs& a, const Tuning& tuning) {
+  if (!tuning.cma || tuning.forced != Algo::kAuto || a.outerCall != 0) return false;
+  if (a.coll != Coll::kAllReduce && a.coll != Coll::kReduce) return false;
+  const size_t bytes = a.count * reduce::dataTypeSize(a.datatype);
+  return bytes >= tuning.cmaReduceMinBytes;
+}
+
+bool singleCopyReduceReady(const Context& ctx, const CollArgs& a, uint64_t seq) {
+  for (int r = 0; r < ctx.size(); ++r) {
+    if (a.coll == Coll::kReduce && r != a.root) continue;
+    if (ctx.cmaAddress(r, seq) != ctx.cmaRecvAddress(r, seq)) return false;
+  }
+  return true;
+}
+
+void runSingleCopyReduce(Context& ctx, const CollArgs& a, uint64_t seq, std::vector<std::byte>& buffer) {
+  const int n = ctx.size(), me = ctx.rank();
+  const size_t esize = reduce::dataTypeSize(a.datatype);
+  size_t lo, hi;
+  sliceOf(a.count, esize, me, n, lo, hi);
+  if (hi <= lo) return;
+  const size_t chunk = std::max<size_t>(1, reduceChunkBytes(n) / esize);
+  // One buffer per peer's chunk, cache-line aligned; this rank's own is the result.
+  const size_t stride = roundUp(chunk * esize, size_t{64});
+  buffer.resize(stride * n + 64);
+  auto* base = reinterpret_cast<std::byte*>((reinterpret_cast<uintptr_t>(buffer.data()) + 63) & ~uintptr_t{63});
+  std::byte* result = base + stride * me;
+  std::vector<const void*> srcs(n);
+  const auto* send = static_cast<const std::byte*>(a.send);
+  const bool allReduce = a.coll == Coll::kAllReduce;
+  const size_t messageBytes = a.count * esize;
+  for (size_t off = lo; off < hi; off += chunk) {
+    const size_t len = std::min(chunk, hi - off);
+    for (int r = 0; r < n; ++r) {
+      if (r == me) {
+        srcs[r] = send + off * esize;
+        continue;
+      }
+      std::byte* theirs = base + stride * r;
+      readPeer(ctx, r, theirs, static_cast<const std::byte*>(ctx.cmaAddress(r, seq)) + off * esize, len * esize);
+      srcs[r] = theirs;
+    }
+    // Into a buffer of its own: the kernel's output may not alias an input, and this rank's output
+    // is its input here.
+    reduce::reduce(result, srcs.data(), n, len, a.datatype, a.op, n);
+    for (int r = 0; r < n; ++r) {
+      if (!allReduce && r != a.root) continue;
+      auto* out = static_cast<std::byte*>(ctx.cmaRecvAddress(r, seq)) + off * esize;
+      if (r == me) {
+        ctx.stores().copy(out, result, len * esize, messageBytes);
+      } else {
+        copyPeer(ctx, r, true, result, out, len * esize);
+      }
+    }
+  }
+}
 
 bool useSingleCopy(const CollArgs& a, const Tuning& tuning, int nranks) {
   if (!tuning.cma || tuning.forced != Algo::kAuto) return false;

@@ -1,8 +1,12 @@
 // Single-copy data movement over cross-memory attach (ops/single_copy.cc).
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
 #include <memory>
+#include <vector>
 
+#include "context.h"
 #include "ops/op.h"
 #include "ops/tuning.h"
 
@@ -11,5 +15,15 @@ namespace conflux {
 // Whether a call takes the single-copy path (large AllGather, AlltoAll or Broadcast, CMA allowed).
 bool useSingleCopy(const CollArgs& a, const Tuning& tuning, int nranks);
 std::unique_ptr<Op> makeSingleCopy(const CollArgs& a);
+
+// AllReduce and Reduce in place (ops/single_copy.cc). Whether a call may take the path (large, CMA
+// allowed, no algorithm forced, not a step of a call across hosts): it then publishes its buffers
+// and meets its peers at a first barrier (CollArgs::singleCopyReduce).
+bool useSingleCopyReduce(const CollArgs& a, const Tuning& tuning);
+// After that barrier: whether every rank (the root, for Reduce) is in place. The same answer on
+// every rank.
+bool singleCopyReduceReady(const Context& ctx, const CollArgs& a, uint64_t seq);
+// This rank's part: its slice, from every rank's buffer into every output. `buffer`: its scratch.
+void runSingleCopyReduce(Context& ctx, const CollArgs& a, uint64_t seq, std::vector<std::byte>& buffer);
 
 }  // namespace conflux

@@ -14,7 +14,7 @@
 // Every collective whose per-rank input fits a 1 KiB mailbox takes the mailbox path instead
 // (ops/mailbox_op.cc), unless CFX_ALGO forces an algorithm. Large AllGather, AlltoAll and Broadcast
 // copy once, straight from the peers' buffers (ops/single_copy.cc), where the host allows it, and
-// so do large Sends (transport/shm/channel.h).
+// so do large Sends (transport/shm/channel.h), and AllReduce and Reduce in place on every rank.
 #pragma once
 
 #include <cstddef>
@@ -38,6 +38,12 @@ struct Tuning {
   size_t directMaxBytes = 0;  // 0: the built-in rule
   bool cma = false;           // single-copy AllGather/AlltoAll/Broadcast allowed (CFX_CMA)
   size_t cmaMinBytes = 0;     // from this many bytes (CFX_CMA_MIN_BYTES)
+  // AllReduce and Reduce in place on every rank (the root, for Reduce) over single copies, from
+  // this many bytes (CFX_CMA_REDUCE_MIN_BYTES). 2-rank AllReduce in place on the Intel Xeon VM,
+  // median busbw, staged against single copy: 64 KiB 8.6 against 4.1 GB/s, 128 KiB 8.9 against
+  // 7.0, 256 KiB level, 512 KiB 9.5 against 11.3, 2 MiB 7.8 against 10.0 (perf/RESULTS.md,
+  // 2026-11-29).
+  size_t cmaReduceMinBytes = 0;
   size_t p2pCmaMinBytes = 0;  // Send/Recv single copy from this many bytes, 0: never (CFX_P2P_CMA_MIN_BYTES)
   // NUMA domains of a two-level rsag (ops/two_level.cc), from the topology plan; 0: flat.
   int domains = 0;
