@@ -40,8 +40,8 @@ struct Tuning {
   size_t cmaMinBytes = 0;     // from this many bytes (CFX_CMA_MIN_BYTES)
   // AllReduce and Reduce in place on every rank (the root, for Reduce) over single copies, from
   // this many bytes (CFX_CMA_REDUCE_MIN_BYTES). 2-rank AllReduce in place on the Intel Xeon VM,
-  // median busbw, staged against single copy: 64 KiB 8.6 against 4.1 GB/s, 128 KiB 8.9 against
-  // 7.0, 256 KiB level, 512 KiB 9.5 against 11.3, 2 MiB 7.8 against 10.0 (perf/RESULTS.md,
+  // median busbw, staged against single copy: 64 KiB 6.7 against 4.1 GB/s, 128 KiB 8.8 against
+  // 7.0, 256 KiB 9.0 against 9.4, 512 KiB 9.6 against 12.0, 2 MiB 7.8 against 9.6 (perf/RESULTS.md,
   // 2026-11-29).
   size_t cmaReduceMinBytes = 0;
   size_t p2pCmaMinBytes = 0;  // Send/Recv single copy from this many bytes, 0: never (CFX_P2P_CMA_MIN_BYTES)
