@@ -75,9 +75,9 @@ TEST(StoreChooser, ALongCopyIsTimedInPiecesAndDecidesMidway) {
   StoreChooser chooser;
   chooser.copy(dst.data(), src.data(), n, n);
   EXPECT_EQ(dst, src);
-  EXPECT_NE(chooser.mode(), StoreChooser::Mode::kAuto);
-  EXPECT_GT(chooser.rate(true), 0.0);
-  EXPECT_GT(chooser.rate(false), 0.0);
+  EXPECT_NE(chooser.mode(n), StoreChooser::Mode::kAuto);
+  EXPECT_GT(chooser.rate(true, n), 0.0);
+  EXPECT_GT(chooser.rate(false, n), 0.0);
 }
 
 TEST(StoreChooser, TimedWorkAlternatesKindsAfterTheWarmUp) {
@@ -87,21 +87,47 @@ TEST(StoreChooser, TimedWorkAlternatesKindsAfterTheWarmUp) {
   const size_t piece = size_t{1} << 20;
   std::vector<bool> kinds;
   auto work = [&](bool streaming) { kinds.push_back(streaming); };
-  for (int i = 0; i < 100; ++i) chooser.run(piece, work);
+  for (int i = 0; i < 100; ++i) chooser.run(piece, kStreamingMinBytes, work);
   EXPECT_EQ(kinds, std::vector<bool>(100, false)) << "streaming stores during the warm-up";
   EXPECT_EQ(chooser.mode(), StoreChooser::Mode::kAuto);
   EXPECT_EQ(chooser.rate(false), 0.0) << "the warm-up was timed";
   chooser.warmedUp();
   kinds.clear();
   const uint64_t perKind = StoreChooser::kTrialBytes / piece;
-  for (uint64_t i = 0; i < 2 * perKind; ++i) chooser.run(piece, work);
+  for (uint64_t i = 0; i < 2 * perKind; ++i) chooser.run(piece, kStreamingMinBytes, work);
   ASSERT_EQ(kinds.size(), 2 * perKind);
   for (size_t i = 0; i < kinds.size(); ++i) ASSERT_EQ(kinds[i], i % 2 == 0) << "piece " << i;
   ASSERT_NE(chooser.mode(), StoreChooser::Mode::kAuto) << "undecided after the whole trial";
   const bool kept = chooser.mode() == StoreChooser::Mode::kStreaming;
   kinds.clear();
-  for (int i = 0; i < 10; ++i) chooser.run(piece, work);
+  for (int i = 0; i < 10; ++i) chooser.run(piece, kStreamingMinBytes, work);
   EXPECT_EQ(kinds, std::vector<bool>(10, kept)) << "the kept kind changed";
+}
+
+TEST(StoreChooser, EachSizeClassHasItsOwnTrial) {
+  // 8-32 MiB, 32-128, 128-512, and everything from 512 MiB.
+  EXPECT_EQ(StoreChooser::sizeClass(kStreamingMinBytes), 0);
+  EXPECT_EQ(StoreChooser::sizeClass(4 * kStreamingMinBytes - 1), 0);
+  EXPECT_EQ(StoreChooser::sizeClass(4 * kStreamingMinBytes), 1);
+  EXPECT_EQ(StoreChooser::sizeClass(16 * kStreamingMinBytes), 2);
+  EXPECT_EQ(StoreChooser::sizeClass(64 * kStreamingMinBytes), 3);
+  EXPECT_EQ(StoreChooser::sizeClass(size_t{1} << 40), 3);
+  // A class decided by its trial leaves the others undecided, and each then runs its own.
+  StoreChooser chooser(StoreChooser::Mode::kAuto, "test work");
+  const size_t piece = size_t{1} << 20, small = kStreamingMinBytes, large = 32 * kStreamingMinBytes;
+  std::vector<bool> kinds;
+  auto work = [&](bool streaming) { kinds.push_back(streaming); };
+  const uint64_t perKind = StoreChooser::kTrialBytes / piece;
+  for (uint64_t i = 0; i < 2 * perKind; ++i) chooser.run(piece, small, work);
+  ASSERT_NE(chooser.mode(small), StoreChooser::Mode::kAuto);
+  EXPECT_EQ(chooser.mode(large), StoreChooser::Mode::kAuto);
+  EXPECT_EQ(chooser.rate(false, large), 0.0);
+  kinds.clear();
+  for (uint64_t i = 0; i < 2 * perKind; ++i) chooser.run(piece, large, work);
+  ASSERT_EQ(kinds.size(), 2 * perKind);
+  for (size_t i = 0; i < kinds.size(); ++i) ASSERT_EQ(kinds[i], i % 2 == 0) << "piece " << i;
+  EXPECT_NE(chooser.mode(large), StoreChooser::Mode::kAuto);
+  EXPECT_GT(chooser.rate(true, large), 0.0);
 }
 
 TEST(StoreChooser, SmallMessagesAndShortCopiesAreNotTimed) {

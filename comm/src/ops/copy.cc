@@ -53,12 +53,19 @@ StoreChooser::Mode StoreChooser::modeFromEnv() {
   throw Error(Status::kInvalidArgument, "CFX_STREAMING_STORES must be auto, 1 or 0 (got '" + v + "')");
 }
 
+int StoreChooser::sizeClass(size_t messageBytes) {
+  int c = 0;
+  for (size_t end = 4 * kStreamingMinBytes; c + 1 < kSizeClasses && messageBytes >= end; end *= 4) ++c;
+  return c;
+}
+
 void StoreChooser::copy(void* dst, const void* src, size_t bytes, size_t messageBytes) {
-  if (messageBytes < kStreamingMinBytes || mode_ == Mode::kOrdinary) {
+  const Mode chosen = mode(messageBytes);
+  if (messageBytes < kStreamingMinBytes || chosen == Mode::kOrdinary) {
     copyOut(dst, src, bytes, false);
     return;
   }
-  if (mode_ == Mode::kStreaming) {
+  if (chosen == Mode::kStreaming) {
     copyOut(dst, src, bytes, true);
     return;
   }
@@ -71,7 +78,7 @@ void StoreChooser::copy(void* dst, const void* src, size_t bytes, size_t message
   const auto* s = static_cast<const std::byte*>(src);
   for (size_t done = 0; done < bytes;) {
     const size_t n = std::min(kTrialPieceBytes, bytes - done);
-    run(n, [&](bool streaming) { copyOut(d + done, s + done, n, streaming); });
+    run(n, messageBytes, [&](bool streaming) { copyOut(d + done, s + done, n, streaming); });
     done += n;
   }
 }
@@ -91,18 +98,25 @@ double median(std::vector<double> v) {
 }
 }  // namespace
 
-void StoreChooser::record(bool streaming, size_t bytes, int64_t ns) {
-  bytes_[streaming] += bytes;
-  rates_[streaming].push_back(static_cast<double>(bytes) / static_cast<double>(std::max<int64_t>(ns, 1)));
-  if (bytes_[0] >= kTrialBytes && bytes_[1] >= kTrialBytes) {
-    mode_ = rate(true) >= kStreamingMargin * rate(false) ? Mode::kStreaming : Mode::kOrdinary;
-    char line[200];
-    std::snprintf(line, sizeof line, "%s: streaming stores %.2f GB/s, ordinary %.2f: %s", what_, rate(true),
-                  rate(false), mode_ == Mode::kStreaming ? "streaming" : "ordinary");
+void StoreChooser::record(Trial& t, bool streaming, size_t bytes, int64_t ns) {
+  t.bytes[streaming] += bytes;
+  t.rates[streaming].push_back(static_cast<double>(bytes) / static_cast<double>(std::max<int64_t>(ns, 1)));
+  if (t.bytes[0] >= kTrialBytes && t.bytes[1] >= kTrialBytes) {
+    const double fast = median(t.rates[1]), plain = median(t.rates[0]);
+    t.mode = fast >= kStreamingMargin * plain ? Mode::kStreaming : Mode::kOrdinary;
+    const int c = static_cast<int>(&t - trials_);
+    const size_t from = (kStreamingMinBytes >> 20) << (2 * c);
+    char upTo[32] = "";
+    if (c + 1 < kSizeClasses) std::snprintf(upTo, sizeof upTo, " to %zu MiB", 4 * from);
+    char line[240];
+    std::snprintf(line, sizeof line, "%s, messages from %zu MiB%s: streaming stores %.2f GB/s, ordinary %.2f: %s",
+                  what_, from, upTo, fast, plain, t.mode == Mode::kStreaming ? "streaming" : "ordinary");
     logInfo(line);
   }
 }
 
-double StoreChooser::rate(bool streaming) const { return median(rates_[streaming]); }
+double StoreChooser::rate(bool streaming, size_t messageBytes) const {
+  return median(trials_[sizeClass(messageBytes)].rates[streaming]);
+}
 
 }  // namespace conflux

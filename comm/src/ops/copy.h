@@ -24,8 +24,13 @@ void copyOut(void* dst, const void* src, size_t bytes, bool streaming);
 // default) a rank's first large copies alternate between the two in pieces, each timed in the
 // thread's CPU time (a piece preempted halfway is not charged for the other process), until each
 // kind has written kTrialBytes; the kind with the higher median rate then stays for the
-// communicator's life. The choice changes only the speed, never the bytes written, so ranks may
-// choose differently.
+// communicator's life. Each size class of messages (sizeClass: 8-32 MiB, 32-128, 128-512, and
+// more) has a trial of its own: a message that fits the last-level cache keeps its output there
+// with ordinary stores, one that does not saves the reads for ownership with streaming stores, so
+// a choice made on 16 MiB messages does not hold at 256 MiB (2-rank AllReduce out of place on the
+// Intel Xeon VM, 480 MiB of L3: 4.1 GB/s at 256 MiB after a first choice made at 16 MiB, 5.2 with
+// streaming stores, perf/RESULTS.md, 2026-11-29). The choice changes only the speed, never the
+// bytes written, so ranks may choose differently.
 class StoreChooser {
  public:
   enum class Mode { kAuto, kStreaming, kOrdinary };
@@ -37,6 +42,9 @@ class StoreChooser {
   static constexpr double kStreamingMargin = 1.03;
   // Longer copies are timed in pieces of this size, alternating between the kinds.
   static constexpr size_t kTrialPieceBytes = 1 << 20;
+  // Size classes of messages from kStreamingMinBytes, each 4x the last; the last has no end.
+  static constexpr int kSizeClasses = 4;
+  static int sizeClass(size_t messageBytes);
 
   // `what`: the work it chooses for, in its log line. With `warmUp`, run() does its work with
   // ordinary stores, untimed, until the caller calls warmedUp(): a peer's pages are mapped into
@@ -44,50 +52,59 @@ class StoreChooser {
   // between them (on the Intel VM, 1.17x in a first message against 1.34x after it).
   explicit StoreChooser(Mode mode = Mode::kAuto, const char* what = "large copies into user buffers",
                         bool warmUp = false)
-      : mode_(mode), what_(what), warmingUp_(warmUp) {}
+      : what_(what), warmingUp_(warmUp) {
+    for (Trial& t : trials_) t.mode = mode;
+  }
   void warmedUp() { warmingUp_ = false; }
   // CFX_STREAMING_STORES: auto, 1 (always streaming) or 0 (never); throws kInvalidArgument otherwise.
   static Mode modeFromEnv();
 
   // Copies `bytes` (part of a message of `messageBytes`) with the stores chosen so far.
   void copy(void* dst, const void* src, size_t bytes, size_t messageBytes);
-  // Runs work(streaming), which handles `bytes`, with the kind chosen so far; during the trial,
-  // with the kind whose turn it is, timed and counted towards the choice. For work that is more
-  // than a copy; the caller decides which messages are large enough.
+  // Runs work(streaming), which handles `bytes` of a message of `messageBytes`, with the kind
+  // chosen so far for its size class; during that class's trial, with the kind whose turn it is,
+  // timed and counted towards the choice. For work that is more than a copy; the caller decides
+  // which messages are large enough.
   template <class Work>
-  void run(size_t bytes, Work&& work) {
-    if (mode_ != Mode::kAuto) {
-      work(mode_ == Mode::kStreaming);
+  void run(size_t bytes, size_t messageBytes, Work&& work) {
+    Trial& t = trials_[sizeClass(messageBytes)];
+    if (t.mode != Mode::kAuto) {
+      work(t.mode == Mode::kStreaming);
       return;
     }
     if (warmingUp_) {
       work(false);
       return;
     }
-    const bool streaming = nextStreaming_;
-    nextStreaming_ = !nextStreaming_;
+    const bool streaming = t.nextStreaming;
+    t.nextStreaming = !t.nextStreaming;
     const int64_t start = threadNs();
     work(streaming);
-    record(streaming, bytes, threadNs() - start);
+    record(t, streaming, bytes, threadNs() - start);
   }
-  // kAuto while the trial is still running.
-  Mode mode() const { return mode_; }
-  // The median GB/s of each kind's timed copies so far (0: none yet), in this thread's CPU time.
-  double rate(bool streaming) const;
+  // The choice for messages of `messageBytes`' size class; kAuto while its trial is still running.
+  Mode mode(size_t messageBytes = kStreamingMinBytes) const { return trials_[sizeClass(messageBytes)].mode; }
+  // The median GB/s of each kind's timed copies so far in that class (0: none yet), in this
+  // thread's CPU time.
+  double rate(bool streaming, size_t messageBytes = kStreamingMinBytes) const;
 
  private:
   // This thread's CPU time in ns: work preempted halfway (ranks outnumbering the cores) is not
   // charged for the time another process ran.
   static int64_t threadNs();
+  // One size class's trial and choice.
+  struct Trial {
+    Mode mode = Mode::kAuto;
+    uint64_t bytes[2] = {0, 0};     // [0]: ordinary, [1]: streaming
+    std::vector<double> rates[2];  // bytes per ns of each timed copy
+    bool nextStreaming = true;
+  };
   // Counts one timed piece of work; decides once both kinds have handled kTrialBytes.
-  void record(bool streaming, size_t bytes, int64_t ns);
+  void record(Trial& t, bool streaming, size_t bytes, int64_t ns);
 
-  Mode mode_;
   const char* what_;
   bool warmingUp_;
-  uint64_t bytes_[2] = {0, 0};     // [0]: ordinary, [1]: streaming
-  std::vector<double> rates_[2];  // bytes per ns of each timed copy
-  bool nextStreaming_ = true;
+  Trial trials_[kSizeClasses];
 };
 
 }  // namespace conflux

@@ -97,7 +97,8 @@ class SliceReducer {
         const size_t b = lo + s * span, len = std::min(span, hi - b);
         if (large) {
           // Counted as the bytes written, so the trial ends as soon on 8 ranks as on 2.
-          stores.run(len * es_ * out_.size(), [&](bool streaming) { streaming ? streamed(b, len) : direct(b, len); });
+          stores.run(len * es_ * out_.size(), a_.count * es_,
+                     [&](bool streaming) { streaming ? streamed(b, len) : direct(b, len); });
         } else {
           direct(b, len);
         }
@@ -193,7 +194,7 @@ void reduceBlocks(Context& ctx, const CollArgs& a, uint64_t seq, std::byte* scra
         continue;
       }
       timed = true;
-      ctx.zeroCopyStores().run(len * es, [&](bool streaming) {
+      ctx.zeroCopyStores().run(len * es, blockBytes * n, [&](bool streaming) {
         if (!streaming || !reduce::reduceStreamed(&out, 1, srcs.data(), n, len, a.datatype, a.op, n)) ordinary();
       });
     }
