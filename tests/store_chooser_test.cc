@@ -1,7 +1,9 @@
 // Copies into user buffers (comm/src/ops/copy.h): both kinds of stores copy every byte and nothing
-// else, and a rank's chooser times both before it keeps the faster one.
+// else, and a rank's chooser times both (whole messages for copies, pieces for other work) before
+// it keeps the faster one, in each size class of messages.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -38,46 +40,56 @@ TEST(StoreChooser, BothStoresCopyEveryByteAndNothingElse) {
   }
 }
 
-TEST(StoreChooser, TimesBothKindsThenKeepsTheFaster) {
-  const size_t block = size_t{1} << 20;
-  const auto src = pattern(block, 2);
-  std::vector<unsigned char> dst(block);
+TEST(StoreChooser, TimesWholeMessagesOfBothKindsThenKeepsTheFaster) {
+  // Messages of 16 MiB copied in 1 MiB pieces: one untimed message, then the kinds alternate
+  // message by message; a message is counted when the next one starts, and the class decides once
+  // each kind has kTrialSamples messages and kTrialBytes.
+  const size_t piece = size_t{1} << 20, message = 2 * kStreamingMinBytes;
+  const auto src = pattern(piece, 2);
+  std::vector<unsigned char> dst(piece);
   StoreChooser chooser;
-  const uint64_t copiesPerKind = StoreChooser::kTrialBytes / block;
-  for (uint64_t i = 0; i + 1 < 2 * copiesPerKind; ++i) {
-    std::memset(dst.data(), 0, block);
-    chooser.copy(dst.data(), src.data(), block, kStreamingMinBytes);
-    ASSERT_EQ(dst, src);
-    ASSERT_EQ(chooser.mode(), StoreChooser::Mode::kAuto) << "decided after " << i + 1 << " copies";
+  const uint64_t perKind = std::max<uint64_t>(StoreChooser::kTrialSamples, StoreChooser::kTrialBytes / message);
+  uint64_t id = 1;
+  for (; id <= 1 + 2 * perKind; ++id) {
+    for (size_t p = 0; p < message / piece; ++p) {
+      std::memset(dst.data(), 0, piece);
+      chooser.copy(dst.data(), src.data(), piece, message, id);
+      ASSERT_EQ(dst, src);
+    }
+    ASSERT_EQ(chooser.mode(message), StoreChooser::Mode::kAuto) << "decided during message " << id;
   }
-  EXPECT_GT(chooser.rate(true), 0.0);
-  EXPECT_GT(chooser.rate(false), 0.0);
-  chooser.copy(dst.data(), src.data(), block, kStreamingMinBytes);  // the last copy of the trial
-  ASSERT_NE(chooser.mode(), StoreChooser::Mode::kAuto);
-  const bool streamingFaster = chooser.rate(true) >= StoreChooser::kStreamingMargin * chooser.rate(false);
-  EXPECT_EQ(chooser.mode(), streamingFaster ? StoreChooser::Mode::kStreaming : StoreChooser::Mode::kOrdinary);
+  chooser.copy(dst.data(), src.data(), piece, message, id);  // ends the trial's last message
+  ASSERT_NE(chooser.mode(message), StoreChooser::Mode::kAuto);
+  EXPECT_GT(chooser.rate(true, message), 0.0);
+  EXPECT_GT(chooser.rate(false, message), 0.0);
+  const bool streamingFaster =
+      chooser.rate(true, message) >= StoreChooser::kStreamingMargin * chooser.rate(false, message);
+  EXPECT_EQ(chooser.mode(message), streamingFaster ? StoreChooser::Mode::kStreaming : StoreChooser::Mode::kOrdinary);
   // Decided: no more timing, the choice stays.
-  const double before = chooser.rate(true);
-  const auto mode = chooser.mode();
-  std::memset(dst.data(), 0, block);
-  chooser.copy(dst.data(), src.data(), block, kStreamingMinBytes);
-  EXPECT_EQ(dst, src);
-  EXPECT_EQ(chooser.rate(true), before);
-  EXPECT_EQ(chooser.mode(), mode);
+  const double before = chooser.rate(true, message);
+  const auto mode = chooser.mode(message);
+  for (int m = 0; m < 4; ++m) {
+    std::memset(dst.data(), 0, piece);
+    chooser.copy(dst.data(), src.data(), piece, message, ++id);
+    EXPECT_EQ(dst, src);
+  }
+  EXPECT_EQ(chooser.rate(true, message), before);
+  EXPECT_EQ(chooser.mode(message), mode);
 }
 
-TEST(StoreChooser, ALongCopyIsTimedInPiecesAndDecidesMidway) {
-  // One copy longer than the whole trial (as a registered AllGather's): both kinds are timed on
-  // alternating pieces of it, and its rest is written with the kind kept.
-  const size_t n = 2 * StoreChooser::kTrialBytes + 3 * StoreChooser::kTrialPieceBytes + 5;
-  const auto src = pattern(n, 5);
-  std::vector<unsigned char> dst(n);
+TEST(StoreChooser, AnOlderMessageCopyingMeanwhileSpoilsNoSample) {
+  // Two operations progressing together (a group): the newer one's message is not a sample.
+  const size_t piece = size_t{1} << 20, message = 2 * kStreamingMinBytes;
+  const auto src = pattern(piece, 6);
+  std::vector<unsigned char> dst(piece);
   StoreChooser chooser;
-  chooser.copy(dst.data(), src.data(), n, n);
-  EXPECT_EQ(dst, src);
-  EXPECT_NE(chooser.mode(n), StoreChooser::Mode::kAuto);
-  EXPECT_GT(chooser.rate(true, n), 0.0);
-  EXPECT_GT(chooser.rate(false, n), 0.0);
+  for (uint64_t id = 1; id < 100; ++id) {
+    chooser.copy(dst.data(), src.data(), piece, message, 2 * id);
+    chooser.copy(dst.data(), src.data(), piece, message, 2 * id - 1);  // older, interleaved
+    EXPECT_EQ(dst, src);
+  }
+  EXPECT_EQ(chooser.mode(message), StoreChooser::Mode::kAuto);
+  EXPECT_EQ(chooser.rate(true, message) + chooser.rate(false, message), 0.0);
 }
 
 TEST(StoreChooser, TimedWorkAlternatesKindsAfterTheWarmUp) {
@@ -130,13 +142,12 @@ TEST(StoreChooser, EachSizeClassHasItsOwnTrial) {
   EXPECT_GT(chooser.rate(true, large), 0.0);
 }
 
-TEST(StoreChooser, SmallMessagesAndShortCopiesAreNotTimed) {
+TEST(StoreChooser, SmallMessagesAreNotTimed) {
   const size_t block = size_t{1} << 20;
   const auto src = pattern(block, 3);
   std::vector<unsigned char> dst(block);
   StoreChooser chooser;
-  for (int i = 0; i < 100; ++i) chooser.copy(dst.data(), src.data(), block, kStreamingMinBytes - 1);
-  for (int i = 0; i < 100; ++i) chooser.copy(dst.data(), src.data(), StoreChooser::kTimedMinBytes - 1, kStreamingMinBytes);
+  for (uint64_t i = 1; i <= 100; ++i) chooser.copy(dst.data(), src.data(), block, kStreamingMinBytes - 1, i);
   EXPECT_EQ(dst, src);
   EXPECT_EQ(chooser.mode(), StoreChooser::Mode::kAuto);
   EXPECT_EQ(chooser.rate(true), 0.0);
@@ -165,7 +176,7 @@ TEST(StoreChooser, TheEnvironmentForcesEitherKindAndBadValuesAreClear) {
   std::vector<unsigned char> dst(block);
   for (auto m : {StoreChooser::Mode::kStreaming, StoreChooser::Mode::kOrdinary}) {
     StoreChooser chooser(m);
-    for (int i = 0; i < 80; ++i) chooser.copy(dst.data(), src.data(), block, kStreamingMinBytes);
+    for (uint64_t i = 1; i <= 80; ++i) chooser.copy(dst.data(), src.data(), block, kStreamingMinBytes, i);
     EXPECT_EQ(dst, src);
     EXPECT_EQ(chooser.mode(), m);
     EXPECT_EQ(chooser.rate(true) + chooser.rate(false), 0.0);

@@ -59,28 +59,44 @@ int StoreChooser::sizeClass(size_t messageBytes) {
   return c;
 }
 
-void StoreChooser::copy(void* dst, const void* src, size_t bytes, size_t messageBytes) {
+void StoreChooser::copy(void* dst, const void* src, size_t bytes, size_t messageBytes, uint64_t message) {
   const Mode chosen = mode(messageBytes);
-  if (messageBytes < kStreamingMinBytes || chosen == Mode::kOrdinary) {
+  if (messageBytes < kStreamingMinBytes || chosen != Mode::kAuto) {
+    copyOut(dst, src, bytes, chosen == Mode::kStreaming && messageBytes >= kStreamingMinBytes);
+    return;
+  }
+  if (message < current_.id) {  // an older operation still copying: it disturbs the current sample
+    current_.timed = false;
     copyOut(dst, src, bytes, false);
     return;
   }
-  if (chosen == Mode::kStreaming) {
-    copyOut(dst, src, bytes, true);
+  if (message != current_.id) startMessage(message, messageBytes);
+  copyOut(dst, src, bytes, current_.streaming);
+  current_.bytes += bytes;
+  current_.end = wallNs();
+}
+
+void StoreChooser::startMessage(uint64_t id, size_t messageBytes) {
+  Trial& last = trials_[current_.sizeClass];
+  if (current_.timed && current_.bytes > 0 && last.mode == Mode::kAuto) {
+    record(last, current_.streaming, current_.bytes, current_.end - current_.start);
+  }
+  const int c = sizeClass(messageBytes);
+  Trial& t = trials_[c];
+  current_ = Message{id, c, false, false, 0, wallNs(), 0};
+  if (!t.warm) {
+    t.warm = true;  // the first message of its class: ordinary stores, untimed
     return;
   }
-  if (bytes < kTimedMinBytes) {
-    copyOut(dst, src, bytes, false);
-    return;
-  }
-  // Long copies are timed in pieces, alternating, so both kinds meet the same conditions.
-  auto* d = static_cast<std::byte*>(dst);
-  const auto* s = static_cast<const std::byte*>(src);
-  for (size_t done = 0; done < bytes;) {
-    const size_t n = std::min(kTrialPieceBytes, bytes - done);
-    run(n, messageBytes, [&](bool streaming) { copyOut(d + done, s + done, n, streaming); });
-    done += n;
-  }
+  current_.timed = true;
+  current_.streaming = t.nextStreaming;
+  t.nextStreaming = !t.nextStreaming;
+}
+
+int64_t StoreChooser::wallNs() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
 }
 
 int64_t StoreChooser::threadNs() {
@@ -101,7 +117,8 @@ double median(std::vector<double> v) {
 void StoreChooser::record(Trial& t, bool streaming, size_t bytes, int64_t ns) {
   t.bytes[streaming] += bytes;
   t.rates[streaming].push_back(static_cast<double>(bytes) / static_cast<double>(std::max<int64_t>(ns, 1)));
-  if (t.bytes[0] >= kTrialBytes && t.bytes[1] >= kTrialBytes) {
+  if (t.bytes[0] >= kTrialBytes && t.bytes[1] >= kTrialBytes && t.rates[0].size() >= kTrialSamples &&
+      t.rates[1].size() >= kTrialSamples) {
     const double fast = median(t.rates[1]), plain = median(t.rates[0]);
     t.mode = fast >= kStreamingMargin * plain ? Mode::kStreaming : Mode::kOrdinary;
     const int c = static_cast<int>(&t - trials_);

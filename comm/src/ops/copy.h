@@ -21,10 +21,19 @@ void copyOut(void* dst, const void* src, size_t bytes, bool streaming);
 // another (an Intel Xeon VM), 20.4 against 22.8, and 2-rank AllGather and registered AllReduce of
 // 64-128 MiB ran 11% faster with ordinary stores (perf/RESULTS.md, 2026-11-26). Which is faster
 // also depends on what the other ranks do meanwhile, so with CFX_STREAMING_STORES=auto (the
-// default) a rank's first large copies alternate between the two in pieces, each timed in the
-// thread's CPU time (a piece preempted halfway is not charged for the other process), until each
-// kind has written kTrialBytes; the kind with the higher median rate then stays for the
-// communicator's life. Each size class of messages (sizeClass: 8-32 MiB, 32-128, 128-512, and
+// default) a rank tries both and keeps the faster for the communicator's life:
+//   copy(): whole messages alternate between the kinds (after one untimed message per class,
+//           whose first touches cost both kinds alike), each timed on the wall clock from its first
+//           copy to its last. A copy alone would flatter ordinary stores: the dirty lines they leave
+//           are written back later, during the path's other passes, where a streaming store paid
+//           at once (2-rank AllReduce of 64-256 MiB on the Intel Xeon VM: copies timed alone chose
+//           ordinary stores at 9.3-9.8 GB/s against 8.5, and the calls ran at 4.0-4.3 GB/s busbw
+//           against 5.2 with streaming stores, perf/RESULTS.md, 2026-11-29);
+//   run():  pieces of work alternate, each timed in the thread's CPU time (a piece preempted
+//           halfway is not charged for the other process): registered reductions, whose pieces
+//           each stream into every output.
+// A class decides once each kind has kTrialSamples samples and kTrialBytes; the kind with the
+// higher median rate then stays. Each size class of messages (sizeClass: 8-32 MiB, 32-128, 128-512, and
 // more) has a trial of its own: a message that fits the last-level cache keeps its output there
 // with ordinary stores, one that does not saves the reads for ownership with streaming stores, so
 // a choice made on 16 MiB messages does not hold at 256 MiB (2-rank AllReduce out of place on the
@@ -35,13 +44,11 @@ class StoreChooser {
  public:
   enum class Mode { kAuto, kStreaming, kOrdinary };
   static constexpr uint64_t kTrialBytes = 32 << 20;
-  // Copies this short are too quick to time well; they use ordinary stores and are not counted.
-  static constexpr size_t kTimedMinBytes = 16 << 10;
   // Streaming stores must be this much faster to be kept: ordinary stores leave the output in
   // the caches, where the caller reads it next, and a near tie is within the trial's noise.
   static constexpr double kStreamingMargin = 1.03;
-  // Longer copies are timed in pieces of this size, alternating between the kinds.
-  static constexpr size_t kTrialPieceBytes = 1 << 20;
+  // Samples (messages, or pieces of run()'s work) of each kind before a class decides.
+  static constexpr size_t kTrialSamples = 3;
   // Size classes of messages from kStreamingMinBytes, each 4x the last; the last has no end.
   static constexpr int kSizeClasses = 4;
   static int sizeClass(size_t messageBytes);
@@ -59,8 +66,10 @@ class StoreChooser {
   // CFX_STREAMING_STORES: auto, 1 (always streaming) or 0 (never); throws kInvalidArgument otherwise.
   static Mode modeFromEnv();
 
-  // Copies `bytes` (part of a message of `messageBytes`) with the stores chosen so far.
-  void copy(void* dst, const void* src, size_t bytes, size_t messageBytes);
+  // Copies `bytes`, part of message `message` (its operation's sequence number: increasing) of
+  // `messageBytes`, with the stores chosen so far, or during the trial with the kind of that
+  // message.
+  void copy(void* dst, const void* src, size_t bytes, size_t messageBytes, uint64_t message);
   // Runs work(streaming), which handles `bytes` of a message of `messageBytes`, with the kind
   // chosen so far for its size class; during that class's trial, with the kind whose turn it is,
   // timed and counted towards the choice. For work that is more than a copy; the caller decides
@@ -92,19 +101,33 @@ class StoreChooser {
   // This thread's CPU time in ns: work preempted halfway (ranks outnumbering the cores) is not
   // charged for the time another process ran.
   static int64_t threadNs();
+  static int64_t wallNs();
   // One size class's trial and choice.
   struct Trial {
     Mode mode = Mode::kAuto;
     uint64_t bytes[2] = {0, 0};     // [0]: ordinary, [1]: streaming
-    std::vector<double> rates[2];  // bytes per ns of each timed copy
+    std::vector<double> rates[2];  // bytes per ns of each sample
     bool nextStreaming = true;
+    bool warm = false;  // copy(): its untimed first message went by
   };
-  // Counts one timed piece of work; decides once both kinds have handled kTrialBytes.
+  // The message copy() is copying during a trial.
+  struct Message {
+    uint64_t id = 0;
+    int sizeClass = 0;
+    bool streaming = false;
+    bool timed = false;  // a sample (not a class's first message, nor disturbed by another)
+    size_t bytes = 0;
+    int64_t start = 0, end = 0;  // wall clock: its first copy's start, its last copy's end
+  };
+  // Counts one sample; decides once both kinds have kTrialSamples and kTrialBytes.
   void record(Trial& t, bool streaming, size_t bytes, int64_t ns);
+  // Ends the current message (a sample, if timed) and starts `id`.
+  void startMessage(uint64_t id, size_t messageBytes);
 
   const char* what_;
   bool warmingUp_;
   Trial trials_[kSizeClasses];
+  Message current_;
 };
 
 }  // namespace conflux

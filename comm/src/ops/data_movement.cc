@@ -30,7 +30,8 @@ class BroadcastOp : public PhasedCollective {
       std::memcpy(recv + chunkOffset(k), send + chunkOffset(k), bytes(chunkLen(k)));
     }
     if (!root && stage(phase, 1, k)) {
-      ctx.stores().copy(recv + chunkOffset(k), ctx.slotHalf(a_.root, chunkId(k)), bytes(chunkLen(k)), bytes(a_.count));
+      ctx.stores().copy(recv + chunkOffset(k), ctx.slotHalf(a_.root, chunkId(k)), bytes(chunkLen(k)), bytes(a_.count),
+                        seq());
     }
   }
 };
@@ -52,7 +53,8 @@ class AllGatherOp : public PhasedCollective {
     if (stage(phase, 1, k)) {
       const size_t message = bytes(a_.count) * ctx.size();
       for (int r = 0; r < ctx.size(); ++r) {
-        ctx.stores().copy(recv + bytes(r * a_.count) + chunkOffset(k), ctx.slotHalf(r, chunkId(k)), bytes(chunkLen(k)), message);
+        ctx.stores().copy(recv + bytes(r * a_.count) + chunkOffset(k), ctx.slotHalf(r, chunkId(k)), bytes(chunkLen(k)),
+                          message, seq());
       }
     }
   }

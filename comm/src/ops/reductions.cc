@@ -56,7 +56,7 @@ class AllReduceOp : public PhasedCollective {
         for (int r = 0; r < n; ++r) srcs_[r] = (r == me ? send + chunkOffset(k) : ctx.slotHalf(r, chunkId(k))) + bytes(lo);
         std::byte* slice = ctx.scratchHalf(chunkId(k)) + bytes(lo);
         reduce::reduce(slice, srcs_.data(), n, hi - lo, a_.datatype, a_.op, n);
-        if (receives) ctx.stores().copy(recv + chunkOffset(k) + bytes(lo), slice, bytes(hi - lo), bytes(a_.count));
+        if (receives) ctx.stores().copy(recv + chunkOffset(k) + bytes(lo), slice, bytes(hi - lo), bytes(a_.count), seq());
       }
     }
     if (receives && stage(phase, 2, k)) {
@@ -64,8 +64,8 @@ class AllReduceOp : public PhasedCollective {
       sliceOf(chunkLen(k), me, n, lo, hi);
       std::byte* out = recv + chunkOffset(k);
       const std::byte* reduced = ctx.scratchHalf(chunkId(k));
-      ctx.stores().copy(out, reduced, bytes(lo), bytes(a_.count));
-      ctx.stores().copy(out + bytes(hi), reduced + bytes(hi), bytes(chunkLen(k) - hi), bytes(a_.count));
+      ctx.stores().copy(out, reduced, bytes(lo), bytes(a_.count), seq());
+      ctx.stores().copy(out + bytes(hi), reduced + bytes(hi), bytes(chunkLen(k) - hi), bytes(a_.count), seq());
     }
   }
 

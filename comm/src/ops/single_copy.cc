@@ -141,7 +141,6 @@ void runSingleCopyReduce(Context& ctx, const CollArgs& a, uint64_t seq, std::vec
   std::vector<const void*> srcs(n);
   const auto* send = static_cast<const std::byte*>(a.send);
   const bool allReduce = a.coll == Coll::kAllReduce;
-  const size_t messageBytes = a.count * esize;
   for (size_t off = lo; off < hi; off += chunk) {
     const size_t len = std::min(chunk, hi - off);
     for (int r = 0; r < n; ++r) {
@@ -160,7 +159,7 @@ void runSingleCopyReduce(Context& ctx, const CollArgs& a, uint64_t seq, std::vec
       if (!allReduce && r != a.root) continue;
       auto* out = static_cast<std::byte*>(ctx.cmaRecvAddress(r, seq)) + off * esize;
       if (r == me) {
-        ctx.stores().copy(out, result, len * esize, messageBytes);
+        std::memcpy(out, result, len * esize);  // ordinary stores: the lines were just read, and are in cache
       } else {
         copyPeer(ctx, r, true, result, out, len * esize);
       }

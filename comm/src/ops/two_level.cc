@@ -66,7 +66,7 @@ class TwoLevelAllReduceOp : public PhasedCollective {
     }
     bool receives = a_.coll == Coll::kAllReduce || ctx.rank() == a_.root;
     if (receives && stage(phase, 3, k)) {
-      ctx.stores().copy(recv + chunkOffset(k), ctx.scratchHalf(chunkId(k)), bytes(chunkLen(k)), bytes(a_.count));
+      ctx.stores().copy(recv + chunkOffset(k), ctx.scratchHalf(chunkId(k)), bytes(chunkLen(k)), bytes(a_.count), seq());
     }
   }
 

@@ -210,14 +210,14 @@ void gather(Context& ctx, const CollArgs& a, uint64_t seq) {
   for (int k = 0; k < n; ++k) {
     const int r = (me + k) % n;
     const void* src = r == me ? a.send : ctx.registered().peerBuffer(r, seq, false);
-    if (src != recv + r * bytes) ctx.stores().copy(recv + r * bytes, src, bytes, message);
+    if (src != recv + r * bytes) ctx.stores().copy(recv + r * bytes, src, bytes, message, seq);
   }
 }
 
 void broadcast(Context& ctx, const CollArgs& a, uint64_t seq) {
   const size_t bytes = a.count * reduce::dataTypeSize(a.datatype);
   const void* src = ctx.rank() == a.root ? a.send : ctx.registered().peerBuffer(a.root, seq, false);
-  if (src != a.recv) ctx.stores().copy(a.recv, src, bytes, bytes);
+  if (src != a.recv) ctx.stores().copy(a.recv, src, bytes, bytes, seq);
 }
 
 }  // namespace
