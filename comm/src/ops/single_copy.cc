@@ -27,6 +27,7 @@
 #include "ops/single_copy.h"
 #include "reduce/kernels.h"
 #include "transport/shm/cma.h"
+#include "transport/shm/liveness.h"
 
 namespace conflux {
 
@@ -34,7 +35,8 @@ namespace {
 
 // Reads from (or writes into) local rank r's buffer. A peer that failed returns from its call and
 // may free that buffer, or exit, while this rank copies (EFAULT, ESRCH): its failure, published
-// before it returned, is then the cause to report, not the failed copy.
+// before it returned, is then the cause to report, not the failed copy; a peer killed outright
+// published none, and is named as exited, as a wait names it (Health::failDeadPeer).
 void copyPeer(Context& ctx, int r, bool write, void* mine, const void* theirs, size_t bytes) {
   try {
     if (write) {
@@ -44,9 +46,12 @@ void copyPeer(Context& ctx, int r, bool write, void* mine, const void* theirs, s
     }
   } catch (const Error& e) {
     const std::string failed = e.what();
-    ctx.health().checkAbortAndPoison(
-        [&] { return std::string(write ? "a copy to rank " : "a copy from rank ") + std::to_string(ctx.commRank(r)) + " (" + failed + ")"; },
-        false);
+    const auto what = [&] {
+      return std::string(write ? "a copy to rank " : "a copy from rank ") + std::to_string(ctx.commRank(r)) + " (" +
+             failed + ")";
+    };
+    ctx.health().checkAbortAndPoison(what, false);
+    if (!shm::processAlive(ctx.pid(r))) ctx.health().failDeadPeer(r, what);
     throw;
   }
 }
