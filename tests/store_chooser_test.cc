@@ -41,10 +41,10 @@ TEST(StoreChooser, BothStoresCopyEveryByteAndNothingElse) {
 }
 
 TEST(StoreChooser, TimesWholeMessagesOfBothKindsThenKeepsTheFaster) {
-  // Messages of 16 MiB copied in 1 MiB pieces: one untimed message, then the kinds alternate
+  // Messages of 32 MiB copied in 1 MiB pieces: one untimed message, then the kinds alternate
   // message by message; a message is counted when the next one starts, and the class decides once
   // each kind has kTrialSamples messages and kTrialBytes.
-  const size_t piece = size_t{1} << 20, message = 2 * kStreamingMinBytes;
+  const size_t piece = size_t{1} << 20, message = 4 * kStreamingMinBytes;
   const auto src = pattern(piece, 2);
   std::vector<unsigned char> dst(piece);
   StoreChooser chooser;
@@ -77,9 +77,30 @@ TEST(StoreChooser, TimesWholeMessagesOfBothKindsThenKeepsTheFaster) {
   EXPECT_EQ(chooser.mode(message), mode);
 }
 
+TEST(StoreChooser, MessagesUnder32MiBAreTimedByThePiece) {
+  // 8-32 MiB: the kinds alternate piece by piece, and the class decides once each kind copied
+  // kTrialBytes, whatever the messages.
+  const size_t block = size_t{1} << 20;
+  const auto src = pattern(block, 2);
+  std::vector<unsigned char> dst(block);
+  StoreChooser chooser;
+  const uint64_t copiesPerKind = StoreChooser::kTrialBytes / block;
+  for (uint64_t i = 0; i + 1 < 2 * copiesPerKind; ++i) {
+    std::memset(dst.data(), 0, block);
+    chooser.copy(dst.data(), src.data(), block, kStreamingMinBytes, 1);
+    ASSERT_EQ(dst, src);
+    ASSERT_EQ(chooser.mode(), StoreChooser::Mode::kAuto) << "decided after " << i + 1 << " copies";
+  }
+  chooser.copy(dst.data(), src.data(), block, kStreamingMinBytes, 1);  // the last copy of the trial
+  ASSERT_NE(chooser.mode(), StoreChooser::Mode::kAuto);
+  const bool streamingFaster = chooser.rate(true) >= StoreChooser::kStreamingMargin * chooser.rate(false);
+  EXPECT_EQ(chooser.mode(), streamingFaster ? StoreChooser::Mode::kStreaming : StoreChooser::Mode::kOrdinary);
+  EXPECT_EQ(chooser.mode(4 * kStreamingMinBytes), StoreChooser::Mode::kAuto) << "another class decided too";
+}
+
 TEST(StoreChooser, AnOlderMessageCopyingMeanwhileSpoilsNoSample) {
   // Two operations progressing together (a group): the newer one's message is not a sample.
-  const size_t piece = size_t{1} << 20, message = 2 * kStreamingMinBytes;
+  const size_t piece = size_t{1} << 20, message = 4 * kStreamingMinBytes;
   const auto src = pattern(piece, 6);
   std::vector<unsigned char> dst(piece);
   StoreChooser chooser;

@@ -65,6 +65,20 @@ void StoreChooser::copy(void* dst, const void* src, size_t bytes, size_t message
     copyOut(dst, src, bytes, chosen == Mode::kStreaming && messageBytes >= kStreamingMinBytes);
     return;
   }
+  if (sizeClass(messageBytes) == 0) {  // timed by the piece
+    if (bytes < kTimedMinBytes) {
+      copyOut(dst, src, bytes, false);
+      return;
+    }
+    auto* d = static_cast<std::byte*>(dst);
+    const auto* s = static_cast<const std::byte*>(src);
+    for (size_t done = 0; done < bytes;) {
+      const size_t n = std::min(kTrialPieceBytes, bytes - done);
+      run(n, messageBytes, [&](bool streaming) { copyOut(d + done, s + done, n, streaming); });
+      done += n;
+    }
+    return;
+  }
   if (message < current_.id) {  // an older operation still copying: it disturbs the current sample
     current_.timed = false;
     copyOut(dst, src, bytes, false);

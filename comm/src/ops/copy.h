@@ -22,16 +22,19 @@ void copyOut(void* dst, const void* src, size_t bytes, bool streaming);
 // 64-128 MiB ran 11% faster with ordinary stores (perf/RESULTS.md, 2026-11-26). Which is faster
 // also depends on what the other ranks do meanwhile, so with CFX_STREAMING_STORES=auto (the
 // default) a rank tries both and keeps the faster for the communicator's life:
-//   copy(): whole messages alternate between the kinds (after one untimed message per class,
+//   copy(), messages of 32 MiB or more: whole messages alternate between the kinds (after one untimed message per class,
 //           whose first touches cost both kinds alike), each timed on the wall clock from its first
 //           copy to its last. A copy alone would flatter ordinary stores: the dirty lines they leave
 //           are written back later, during the path's other passes, where a streaming store paid
 //           at once (2-rank AllReduce of 64-256 MiB on the Intel Xeon VM: copies timed alone chose
 //           ordinary stores at 9.3-9.8 GB/s against 8.5, and the calls ran at 4.0-4.3 GB/s busbw
 //           against 5.2 with streaming stores, perf/RESULTS.md, 2026-11-29);
-//   run():  pieces of work alternate, each timed in the thread's CPU time (a piece preempted
-//           halfway is not charged for the other process): registered reductions, whose pieces
-//           each stream into every output.
+//   run(), and copy() of messages under 32 MiB: pieces of work alternate, each timed in the
+//           thread's CPU time (a piece preempted halfway is not charged for the other process):
+//           registered reductions, whose pieces each stream into every output, and copies of
+//           messages that the last-level cache may hold, where a trial of whole messages cost
+//           more than it found (2-rank AllReduce of 16 MiB, 20 calls: 5.9-6.1 GB/s against 6.6-6.7
+//           with ordinary stores, which it kept).
 // A class decides once each kind has kTrialSamples samples and kTrialBytes; the kind with the
 // higher median rate then stays. Each size class of messages (sizeClass: 8-32 MiB, 32-128, 128-512, and
 // more) has a trial of its own: a message that fits the last-level cache keeps its output there
@@ -47,8 +50,13 @@ class StoreChooser {
   // Streaming stores must be this much faster to be kept: ordinary stores leave the output in
   // the caches, where the caller reads it next, and a near tie is within the trial's noise.
   static constexpr double kStreamingMargin = 1.03;
+  // Copies shorter than this (timed by the piece) are too quick to time well; they use ordinary
+  // stores and are not counted.
+  static constexpr size_t kTimedMinBytes = 16 << 10;
+  // Copies timed by the piece are cut into pieces of this size, alternating between the kinds.
+  static constexpr size_t kTrialPieceBytes = 1 << 20;
   // Samples (messages, or pieces of run()'s work) of each kind before a class decides.
-  static constexpr size_t kTrialSamples = 3;
+  static constexpr size_t kTrialSamples = 2;
   // Size classes of messages from kStreamingMinBytes, each 4x the last; the last has no end.
   static constexpr int kSizeClasses = 4;
   static int sizeClass(size_t messageBytes);
