@@ -21,28 +21,27 @@ void copyOut(void* dst, const void* src, size_t bytes, bool streaming);
 // another (an Intel Xeon VM), 20.4 against 22.8, and 2-rank AllGather and registered AllReduce of
 // 64-128 MiB ran 11% faster with ordinary stores (perf/RESULTS.md, 2026-11-26). Which is faster
 // also depends on what the other ranks do meanwhile, so with CFX_STREAMING_STORES=auto (the
-// default) a rank tries both and keeps the faster for the communicator's life:
-//   copy(), messages of 32 MiB or more: whole messages alternate between the kinds (after one untimed message per class,
-//           whose first touches cost both kinds alike), each timed on the wall clock from its first
-//           copy to its last. A copy alone would flatter ordinary stores: the dirty lines they leave
-//           are written back later, during the path's other passes, where a streaming store paid
-//           at once (2-rank AllReduce of 64-256 MiB on the Intel Xeon VM: copies timed alone chose
-//           ordinary stores at 9.3-9.8 GB/s against 8.5, and the calls ran at 4.0-4.3 GB/s busbw
-//           against 5.2 with streaming stores, perf/RESULTS.md, 2026-11-29);
-//   run(), and copy() of messages under 32 MiB: pieces of work alternate, each timed in the
-//           thread's CPU time (a piece preempted halfway is not charged for the other process):
-//           registered reductions, whose pieces each stream into every output, and copies of
-//           messages that the last-level cache may hold, where a trial of whole messages cost
-//           more than it found (2-rank AllReduce of 16 MiB, 20 calls: 5.9-6.1 GB/s against 6.6-6.7
-//           with ordinary stores, which it kept).
+// default) a rank tries both and keeps the faster for the communicator's life, in each size class
+// of messages (sizeClass: 8-32 MiB, 32-128, 128-512, and more), each with a trial of its own: a
+// message that fits the last-level cache keeps its output there with ordinary stores, one that
+// does not saves the reads for ownership with streaming stores, so a choice made on 16 MiB does not
+// hold at 256 MiB (2-rank AllReduce out of place on the Intel Xeon VM, 480 MiB of L3: 4.1 GB/s at
+// 256 MiB after a choice made at 16 MiB, 5.2 with streaming stores; perf/RESULTS.md, 2026-11-29).
+//   copy() from 32 MiB: whole messages alternate between the kinds (after one untimed message per
+//           class, whose first touches cost both kinds alike), each timed on the wall clock from
+//           its first copy to its last. A copy timed alone flatters ordinary stores: the dirty
+//           lines they leave are written back during the path's other passes, where a streaming
+//           store paid at once (there: copies timed alone kept ordinary stores at 9.2-9.8 GB/s
+//           against 8.5-8.7, and the calls ran at 3.9-4.3 GB/s busbw against 4.8-5.8 with
+//           streaming stores);
+//   copy() under 32 MiB, and run(): pieces of work alternate, each timed in the thread's CPU time
+//           (a piece preempted halfway is not charged for the other process): copies of messages
+//           the last-level cache may hold, where a trial of whole messages cost more than it found
+//           (2-rank AllReduce of 16 MiB, 20 calls: 5.9-6.1 GB/s against 6.6-6.7 with the ordinary
+//           stores it kept), and registered reductions, whose pieces each stream into every output.
 // A class decides once each kind has kTrialSamples samples and kTrialBytes; the kind with the
-// higher median rate then stays. Each size class of messages (sizeClass: 8-32 MiB, 32-128, 128-512, and
-// more) has a trial of its own: a message that fits the last-level cache keeps its output there
-// with ordinary stores, one that does not saves the reads for ownership with streaming stores, so
-// a choice made on 16 MiB messages does not hold at 256 MiB (2-rank AllReduce out of place on the
-// Intel Xeon VM, 480 MiB of L3: 4.1 GB/s at 256 MiB after a first choice made at 16 MiB, 5.2 with
-// streaming stores, perf/RESULTS.md, 2026-11-29). The choice changes only the speed, never the
-// bytes written, so ranks may choose differently.
+// higher median rate then stays. The choice changes only the speed, never the bytes written, so
+// ranks may choose differently.
 class StoreChooser {
  public:
   enum class Mode { kAuto, kStreaming, kOrdinary };
