@@ -3,6 +3,7 @@
 
 #include "ops/mailbox_op.h"
 #include "ops/select.h"
+#include "ops/single_copy.h"
 
 namespace conflux {
 namespace {
@@ -68,10 +69,32 @@ TEST(HostAlgoRule, SingleCopyForLargeDataMovementWhereAllowed) {
   CollArgs inPlace = call(Coll::kAlltoAll, 1 << 20);
   inPlace.recv = const_cast<void*>(inPlace.send);
   EXPECT_EQ(selectHostAlgo(inPlace, t, 2), HostAlgo::kStagedAlltoAll);
-  // Reductions never read the peers' buffers this way.
+  // Reductions do not take this path (theirs is chosen at their first barrier, below).
   EXPECT_EQ(selectHostAlgo(call(Coll::kAllReduce, 1 << 20), t, 2), HostAlgo::kRsag);
   t.forced = Algo::kRsag;  // a forced algorithm turns it off
   EXPECT_EQ(selectHostAlgo(call(Coll::kAllGather, 1 << 20), t, 2), HostAlgo::kStagedAllGather);
+}
+
+// AllReduce and Reduce over single copies are offered from their own thresholds (the call then
+// decides at its first barrier whether every rank may take it: singleCopyReduceReady).
+TEST(HostAlgoRule, ReductionsOfferTheSingleCopyFromTheirThresholds) {
+  Tuning t;
+  t.cmaAllReduceMinBytes = Tuning::kCmaAllReduceMinDefault;
+  t.cmaReduceMinBytes = Tuning::kCmaReduceMinDefault;
+  const size_t allReduceMin = Tuning::kCmaAllReduceMinDefault / 4, reduceMin = Tuning::kCmaReduceMinDefault / 4;
+  EXPECT_FALSE(useSingleCopyReduce(call(Coll::kAllReduce, 1 << 20), t));  // CMA off
+  t.cma = true;
+  EXPECT_TRUE(useSingleCopyReduce(call(Coll::kAllReduce, allReduceMin), t));
+  EXPECT_FALSE(useSingleCopyReduce(call(Coll::kAllReduce, allReduceMin - 1), t));
+  EXPECT_TRUE(useSingleCopyReduce(call(Coll::kReduce, reduceMin), t));
+  EXPECT_FALSE(useSingleCopyReduce(call(Coll::kReduce, reduceMin - 1), t));
+  EXPECT_TRUE(useSingleCopyReduce(call(Coll::kAllReduce, size_t{1} << 30), t));  // in place decides above 16 MiB
+  EXPECT_FALSE(useSingleCopyReduce(call(Coll::kReduceScatter, 1 << 20), t));
+  CollArgs step = call(Coll::kAllReduce, 1 << 20);
+  step.outerCall = 1;  // a step of a call across hosts
+  EXPECT_FALSE(useSingleCopyReduce(step, t));
+  t.forced = Algo::kRsag;
+  EXPECT_FALSE(useSingleCopyReduce(call(Coll::kAllReduce, 1 << 20), t));
 }
 
 }  // namespace

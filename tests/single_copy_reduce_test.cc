@@ -1,9 +1,9 @@
-// Large AllReduce and Reduce in place over cross-memory attach (ops/single_copy.cc, issue #31
-// section 3): bitwise the staged path's results (the same call out of place, which stays on the
-// staged path), every datatype and op, counts 1, odd and several chunks, at 2, 3 and 5 ranks; a
-// rank out of place sends every rank to the staged path, with the same results; ranks whose
-// settings put the same call on different paths fail with a mismatch. The exact values
-// at every size are collectives_test's ForcedCma cases.
+// AllReduce and Reduce over cross-memory attach (ops/single_copy.cc, issue #31 sections 3 and 4):
+// bitwise the staged path's results (the same call on a communicator with CFX_CMA=0), in place and
+// out of place, every datatype and op, counts 1, odd and several chunks, at 2, 3 and 5 ranks; ranks
+// in place and out of place mix, on the path up to 16 MiB and on the staged path above it, with the
+// same results; ranks whose settings put the same call on different paths fail with a mismatch. The
+// exact values at every size are collectives_test's ForcedCma cases.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -24,65 +24,89 @@ RunOptions forced() {
   return o;
 }
 
+// A communicator over the same ranks on the staged path: the reference.
+cfxComm_t stagedComm(Rank& rk) {
+  setenv("CFX_CMA", "0", 1);
+  cfxComm_t comm = nullptr;
+  const cfxResult_t r = cfxCommSplit(rk.comm, 0, rk.rank, &comm, nullptr);
+  setenv("CFX_CMA", "1", 1);
+  EXPECT_EQ(r, cfxSuccess) << cfxGetLastError(rk.comm);
+  return comm;
+}
+
 cfxResult_t run(bool allReduce, const void* send, void* recv, size_t count, cfxDataType_t t, cfxRedOp_t op, int root,
                 cfxComm_t comm) {
   return allReduce ? cfxAllReduce(send, recv, count, t, op, comm, nullptr)
                    : cfxReduce(send, recv, count, t, op, root, comm, nullptr);
 }
 
-// One call in place (`inPlace` says so for this rank) against the same inputs out of place.
-std::string compareOnce(Rank& rk, bool allReduce, cfxDataType_t t, cfxRedOp_t op, size_t count, bool inPlace) {
+// One call on the path, in place if `inPlace` (for this rank), against the same inputs on the
+// staged path.
+std::string compareOnce(Rank& rk, cfxComm_t staged, bool allReduce, cfxDataType_t t, cfxRedOp_t op, size_t count,
+                        bool inPlace) {
   const int root = rk.nranks - 1;
   const size_t bytes = count * typeSize(t);
   const auto input = randomData(t, count, 7919u * (rk.rank + 1) + static_cast<uint32_t>(count) + 31u * t + op);
-  std::vector<std::byte> staged(bytes, std::byte{0x5a});
-  if (run(allReduce, input.data(), staged.data(), count, t, op, root, rk.comm) != cfxSuccess) {
-    return std::string("out of place: ") + cfxGetLastError(rk.comm);
+  std::vector<std::byte> want(bytes, std::byte{0x5a});
+  if (run(allReduce, input.data(), want.data(), count, t, op, root, staged) != cfxSuccess) {
+    return std::string("staged: ") + cfxGetLastError(staged);
   }
   std::vector<std::byte> buf = input, out(bytes, std::byte{0x5a});
   void* recv = inPlace ? buf.data() : out.data();
   if (run(allReduce, buf.data(), recv, count, t, op, root, rk.comm) != cfxSuccess) {
-    return std::string("in place: ") + cfxGetLastError(rk.comm);
+    return std::string("single copy: ") + cfxGetLastError(rk.comm);
   }
-  if ((allReduce || rk.rank == root) && std::memcmp(recv, staged.data(), bytes) != 0) {
+  if ((allReduce || rk.rank == root) && std::memcmp(recv, want.data(), bytes) != 0) {
     size_t i = 0;
     const auto* got = static_cast<const std::byte*>(recv);
-    while (std::memcmp(got + i * typeSize(t), staged.data() + i * typeSize(t), typeSize(t)) == 0) ++i;
-    return std::string(allReduce ? "AllReduce" : "Reduce") + " " + typeName(t) + " " + opName(op) + " count " +
-           std::to_string(count) + " on " + std::to_string(rk.nranks) + " ranks: rank " + std::to_string(rk.rank) +
-           " differs from the staged path at element " + std::to_string(i);
+    while (std::memcmp(got + i * typeSize(t), want.data() + i * typeSize(t), typeSize(t)) == 0) ++i;
+    return std::string(allReduce ? "AllReduce" : "Reduce") + (inPlace ? " in place " : " out of place ") +
+           typeName(t) + " " + opName(op) + " count " + std::to_string(count) + " on " + std::to_string(rk.nranks) +
+           " ranks: rank " + std::to_string(rk.rank) + " differs from the staged path at element " + std::to_string(i);
+  }
+  if (!inPlace && std::memcmp(buf.data(), input.data(), bytes) != 0) {
+    return "rank " + std::to_string(rk.rank) + "'s input changed out of place";
   }
   return "";
 }
 
 class SingleCopyReduce : public ::testing::TestWithParam<int> {};
 
-TEST_P(SingleCopyReduce, InPlaceMatchesTheStagedPathBitwise) {
+TEST_P(SingleCopyReduce, MatchesTheStagedPathBitwise) {
   runRanks(GetParam(), [](Rank& rk) {
+    cfxComm_t staged = stagedComm(rk);
     // 1, odd, and several of the path's chunks (256 KiB at 2 to 4 ranks) in every slice.
     for (size_t count : {size_t{1}, size_t{4099}, (size_t{1} << 20) + 7}) {
-      for (int t = 0; t < cfxNumTypes; ++t) {
-        for (int op = 0; op < cfxNumOps; ++op) {
-          for (bool allReduce : {true, false}) {
-            ASSERT_EQ(compareOnce(rk, allReduce, static_cast<cfxDataType_t>(t), static_cast<cfxRedOp_t>(op), count, true),
-                      "");
+      for (bool inPlace : {true, false}) {
+        for (int t = 0; t < cfxNumTypes; ++t) {
+          for (int op = 0; op < cfxNumOps; ++op) {
+            for (bool allReduce : {true, false}) {
+              ASSERT_EQ(compareOnce(rk, staged, allReduce, static_cast<cfxDataType_t>(t), static_cast<cfxRedOp_t>(op),
+                                    count, inPlace),
+                        "");
+            }
           }
         }
+        ASSERT_EQ(compareOnce(rk, staged, true, cfxFloat32, cfxSumExact, count, inPlace), "");
+        ASSERT_EQ(compareOnce(rk, staged, true, cfxBfloat16, cfxAvgExact, count, inPlace), "");
       }
-      ASSERT_EQ(compareOnce(rk, true, cfxFloat32, cfxSumExact, count, true), "");
-      ASSERT_EQ(compareOnce(rk, true, cfxBfloat16, cfxAvgExact, count, true), "");
     }
+    cfxCommDestroy(staged);
   }, forced());
 }
 
-// One rank out of place: every rank learns it at the call's first barrier and stays staged.
-TEST_P(SingleCopyReduce, OneRankOutOfPlaceKeepsEveryRankStaged) {
+// Ranks in place and out of place in one call: on the path up to 16 MiB, and above it every rank
+// learns at the call's first barrier that one is out of place and stays staged.
+TEST_P(SingleCopyReduce, RanksInPlaceAndOutOfPlaceMix) {
   runRanks(GetParam(), [](Rank& rk) {
+    cfxComm_t staged = stagedComm(rk);
     const size_t count = (size_t{1} << 19) + 3;
     for (bool allReduce : {true, false}) {
-      ASSERT_EQ(compareOnce(rk, allReduce, cfxBfloat16, cfxSum, count, rk.rank != 1), "");
-      ASSERT_EQ(compareOnce(rk, allReduce, cfxFloat32, cfxAvg, count, rk.rank != rk.nranks - 1), "");
+      ASSERT_EQ(compareOnce(rk, staged, allReduce, cfxBfloat16, cfxSum, count, rk.rank != 1), "");
+      ASSERT_EQ(compareOnce(rk, staged, allReduce, cfxFloat32, cfxAvg, count, rk.rank != rk.nranks - 1), "");
+      ASSERT_EQ(compareOnce(rk, staged, allReduce, cfxFloat32, cfxSum, (size_t{4} << 20) + 3, rk.rank != 0), "");
     }
+    cfxCommDestroy(staged);
   }, forced());
 }
 

@@ -181,6 +181,14 @@ bool Context::somePeerFinished(uint64_t seq) const {
   return false;
 }
 
+std::byte* Context::privateScratch(size_t bytes) {
+  if (bytes > privateBytes_) {
+    private_ = std::make_unique_for_overwrite<std::byte[]>(bytes + 64);
+    privateBytes_ = bytes;
+  }
+  return reinterpret_cast<std::byte*>((reinterpret_cast<uintptr_t>(private_.get()) + 63) & ~uintptr_t{63});
+}
+
 void Context::ring(int peer) { control(peer).bell.ring(); }
 
 void Context::ringAll() {

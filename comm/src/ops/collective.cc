@@ -87,16 +87,11 @@ bool PhasedCollective::progress(Context& ctx) {
       return true;
     }
     if (singleCopy_) {
-      if (phase_ == 0) {  // then only a barrier, as below
-        std::vector<std::byte> buffer;
-        runSingleCopyReduce(ctx, a_, desc_.seq, buffer);
-      }
+      if (phase_ == 0) runSingleCopyReduce(ctx, a_, desc_.seq);  // then only a barrier, as below
     } else if (!zeroCopy_) {
       runPhase(ctx, phase_);
     } else if (phase_ == 0) {  // then only a barrier: no rank leaves while a peer uses its buffers
-      std::vector<std::byte> block(kZeroCopyBlockBytes + 64);
-      auto* aligned = reinterpret_cast<std::byte*>((reinterpret_cast<uintptr_t>(block.data()) + 63) & ~uintptr_t{63});
-      runZeroCopy(ctx, a_, desc_.seq, aligned);
+      runZeroCopy(ctx, a_, desc_.seq, ctx.privateScratch(kZeroCopyBlockBytes));
     }
     ++phase_;
     moved = true;

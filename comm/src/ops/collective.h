@@ -82,7 +82,7 @@ class PhasedCollective : public Op {
   bool published_ = false;  // the descriptor is out (after the gate above)
   bool planned_ = false;    // plan() ran (after the first barrier when the call agrees on buffers)
   bool zeroCopy_ = false;   // every rank's buffers are registered: ops/zero_copy.h, not runPhase
-  bool singleCopy_ = false;  // every rank is in place: ops/single_copy.h's reduction, not runPhase
+  bool singleCopy_ = false;  // ops/single_copy.h's reduction (singleCopyReduceReady), not runPhase
   bool checked_ = false;
   bool done_ = false;
 };

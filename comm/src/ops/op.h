@@ -70,8 +70,8 @@ struct CollArgs {
   // meets the others at a first barrier before the path is chosen. Every rank sets it alike
   // (Tuning::mayRegister); it is part of the call's descriptor, so a rank that differs is a mismatch.
   bool agreeOnBuffers = false;
-  // With agreeOnBuffers: the call reduces over cross-memory attach if every rank is in place
-  // (ops/single_copy.h). Set alike by every rank (useSingleCopyReduce), and in the descriptor.
+  // With agreeOnBuffers: the call reduces over cross-memory attach (up to 16 MiB, or when every
+  // rank is in place: ops/single_copy.h). Set alike by every rank (useSingleCopyReduce), and in the descriptor.
   bool singleCopyReduce = false;
 };
 

@@ -55,8 +55,8 @@ std::unique_ptr<Op> makeCollective(const CollArgs& args, const Tuning& tuning, i
     bufferBytes(a, 0, nranks, sendBytes, recvBytes);
     a.agreeOnBuffers = tuning.mayRegister(std::max(sendBytes, recvBytes));
   }
-  // Large AllReduce and Reduce reduce over cross-memory attach when every rank is in place, which
-  // the ranks learn at the call's first barrier (ops/single_copy.h).
+  // AllReduce and Reduce from 16 and 64 KiB reduce over cross-memory attach (above 16 MiB only when
+  // every rank is in place, which the ranks learn at the call's first barrier; ops/single_copy.h).
   if (useSingleCopyReduce(a, tuning)) a.singleCopyReduce = a.agreeOnBuffers = true;
   switch (algo) {
     case HostAlgo::kSingleCopy: return makeSingleCopy(a);

@@ -6,17 +6,19 @@
 //            input, so no caller reuses a buffer a peer is still reading.
 // In-place AlltoAll keeps the staged path (a rank's output overwrites input its peers read).
 //
-// Large AllReduce and Reduce in place on every rank (the root, for Reduce) the same way
+// AllReduce and Reduce from CFX_CMA_REDUCE_MIN_BYTES (16 KiB and 64 KiB) the same way
 // (runSingleCopyReduce, chosen after the call's first barrier as the registered path is,
 // ops/collective.cc): rank r owns slice r of the message (the rsag's slices, sliceOf). Chunk by
-// chunk, it reads slice r of every peer's buffer into a buffer of its own (process_vm_readv),
-// reduces every rank's chunk in rank order, its own in place (the rsag's kernel, sources and
-// order, so the same bits), and writes the result back into its own buffer and every peer's
+// chunk, it reads slice r of every peer's input into a buffer of its own (process_vm_readv),
+// reduces every rank's chunk in rank order, its own where it lies (the rsag's kernel, sources and
+// order, so the same bits), and writes the result into its own output and every peer's
 // (process_vm_writev; the root's only, for Reduce). In place, the lines it writes into a peer are
 // the ones it just read from there, still in its cache: each buffer is read once and written
 // once, with no read for ownership. No rank touches another's slice, and a rank reads a chunk
-// before it writes the same chunk, so the chunks need no barrier. Out of place, each write would
-// read its destination first, and the path measured slower than the staged rsag.
+// before it writes the same chunk, so the chunks need no barrier, and ranks in place and out of
+// place mix. Out of place, each write reads its destination first: up to 16 MiB (the outputs of
+// a benchmark's calls, and of many a training step's, are still in cache) the path is faster than
+// the staged one all the same, above it only in place (Tuning::kCmaMaxOutOfPlaceReduceBytes).
 #include <algorithm>
 #include <cstring>
 #include <string>
@@ -51,7 +53,9 @@ void copyPeer(Context& ctx, int r, bool write, void* mine, const void* theirs, s
              failed + ")";
     };
     ctx.health().checkAbortAndPoison(what, false);
-    if (!shm::processAlive(ctx.pid(r))) ctx.health().failDeadPeer(r, what);
+    // The copy's kRemoteError is ESRCH: the peer's memory is gone, though it may not yet show as
+    // exited (its address space goes early in its exit).
+    if (e.status() == Status::kRemoteError || !shm::processAlive(ctx.pid(r))) ctx.health().failDeadPeer(r, what);
     throw;
   }
 }
@@ -120,10 +124,11 @@ bool useSingleCopyReduce(const CollArgs& a, const Tuning& tuning) {
   if (!tuning.cma || tuning.forced != Algo::kAuto || a.outerCall != 0) return false;
   if (a.coll != Coll::kAllReduce && a.coll != Coll::kReduce) return false;
   const size_t bytes = a.count * reduce::dataTypeSize(a.datatype);
-  return bytes >= tuning.cmaReduceMinBytes;
+  return bytes >= (a.coll == Coll::kAllReduce ? tuning.cmaAllReduceMinBytes : tuning.cmaReduceMinBytes);
 }
 
 bool singleCopyReduceReady(const Context& ctx, const CollArgs& a, uint64_t seq) {
+  if (a.count * reduce::dataTypeSize(a.datatype) <= Tuning::kCmaMaxOutOfPlaceReduceBytes) return true;
   for (int r = 0; r < ctx.size(); ++r) {
     if (a.coll == Coll::kReduce && r != a.root) continue;
     if (ctx.cmaAddress(r, seq) != ctx.cmaRecvAddress(r, seq)) return false;
@@ -131,17 +136,16 @@ bool singleCopyReduceReady(const Context& ctx, const CollArgs& a, uint64_t seq) 
   return true;
 }
 
-void runSingleCopyReduce(Context& ctx, const CollArgs& a, uint64_t seq, std::vector<std::byte>& buffer) {
+void runSingleCopyReduce(Context& ctx, const CollArgs& a, uint64_t seq) {
   const int n = ctx.size(), me = ctx.rank();
   const size_t esize = reduce::dataTypeSize(a.datatype);
   size_t lo, hi;
   sliceOf(a.count, esize, me, n, lo, hi);
   if (hi <= lo) return;
-  const size_t chunk = std::max<size_t>(1, reduceChunkBytes(n) / esize);
+  const size_t chunk = std::min(hi - lo, std::max<size_t>(1, reduceChunkBytes(n) / esize));
   // One buffer per peer's chunk, cache-line aligned; this rank's own is the result.
   const size_t stride = roundUp(chunk * esize, size_t{64});
-  buffer.resize(stride * n + 64);
-  auto* base = reinterpret_cast<std::byte*>((reinterpret_cast<uintptr_t>(buffer.data()) + 63) & ~uintptr_t{63});
+  std::byte* base = ctx.privateScratch(stride * n);
   std::byte* result = base + stride * me;
   std::vector<const void*> srcs(n);
   const auto* send = static_cast<const std::byte*>(a.send);

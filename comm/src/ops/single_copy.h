@@ -16,14 +16,14 @@ namespace conflux {
 bool useSingleCopy(const CollArgs& a, const Tuning& tuning, int nranks);
 std::unique_ptr<Op> makeSingleCopy(const CollArgs& a);
 
-// AllReduce and Reduce in place (ops/single_copy.cc). Whether a call may take the path (large, CMA
-// allowed, no algorithm forced, not a step of a call across hosts): it then publishes its buffers
-// and meets its peers at a first barrier (CollArgs::singleCopyReduce).
+// AllReduce and Reduce (ops/single_copy.cc). Whether a call may take the path (from
+// CFX_CMA_REDUCE_MIN_BYTES, CMA allowed, no algorithm forced, not a step of a call across hosts):
+// it then publishes its buffers and meets its peers at a first barrier (CollArgs::singleCopyReduce).
 bool useSingleCopyReduce(const CollArgs& a, const Tuning& tuning);
-// After that barrier: whether every rank (the root, for Reduce) is in place. The same answer on
-// every rank.
+// After that barrier: whether the call takes it (up to Tuning::kCmaMaxOutOfPlaceReduceBytes, or
+// every rank, the root for Reduce, in place). The same answer on every rank.
 bool singleCopyReduceReady(const Context& ctx, const CollArgs& a, uint64_t seq);
-// This rank's part: its slice, from every rank's buffer into every output. `buffer`: its scratch.
-void runSingleCopyReduce(Context& ctx, const CollArgs& a, uint64_t seq, std::vector<std::byte>& buffer);
+// This rank's part: its slice, from every rank's buffer into every output.
+void runSingleCopyReduce(Context& ctx, const CollArgs& a, uint64_t seq);
 
 }  // namespace conflux

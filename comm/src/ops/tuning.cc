@@ -58,9 +58,14 @@ Tuning Tuning::fromEnv(bool ownCpus) {
   int64_t cmaMin = env::getInt("CFX_CMA_MIN_BYTES");
   if (cmaMin < 0) throw Error(Status::kInvalidArgument, "CFX_CMA_MIN_BYTES must be >= 0");
   t.cmaMinBytes = static_cast<size_t>(cmaMin);
-  int64_t cmaReduceMin = env::getInt("CFX_CMA_REDUCE_MIN_BYTES");
-  if (cmaReduceMin < 0) throw Error(Status::kInvalidArgument, "CFX_CMA_REDUCE_MIN_BYTES must be >= 0");
-  t.cmaReduceMinBytes = static_cast<size_t>(cmaReduceMin);
+  if (env::getString("CFX_CMA_REDUCE_MIN_BYTES") == "auto") {
+    t.cmaAllReduceMinBytes = Tuning::kCmaAllReduceMinDefault;
+    t.cmaReduceMinBytes = Tuning::kCmaReduceMinDefault;
+  } else {
+    int64_t cmaReduceMin = env::getInt("CFX_CMA_REDUCE_MIN_BYTES");
+    if (cmaReduceMin < 0) throw Error(Status::kInvalidArgument, "CFX_CMA_REDUCE_MIN_BYTES must be auto or >= 0");
+    t.cmaAllReduceMinBytes = t.cmaReduceMinBytes = static_cast<size_t>(cmaReduceMin);
+  }
   int64_t p2pMin = env::getInt("CFX_P2P_CMA_MIN_BYTES");
   if (p2pMin < 0) throw Error(Status::kInvalidArgument, "CFX_P2P_CMA_MIN_BYTES must be >= 0");
   t.p2pCmaMinBytes = static_cast<size_t>(p2pMin);
@@ -93,8 +98,9 @@ std::string Tuning::describe() const {
   return "mailbox up to 1 KiB of input per rank; AllReduce direct up to " + std::to_string(kDirectMaxDefault) +
          " bytes (Reduce " + std::to_string(kReduceDirectMaxDefault) + "), then " + (domains >= 2 ? "two-level rsag over " + std::to_string(domains) + " NUMA domains" : std::string("rsag")) +
          "; AllGather/AlltoAll/Broadcast single-copy " +
-         (cma ? "from " + std::to_string(cmaMinBytes) + " bytes, AllReduce/Reduce in place from " +
-                    std::to_string(cmaReduceMinBytes) + " bytes, Send/Recv " +
+         (cma ? "from " + std::to_string(cmaMinBytes) + " bytes, AllReduce from " +
+                    std::to_string(cmaAllReduceMinBytes) + " bytes, Reduce from " + std::to_string(cmaReduceMinBytes) +
+                    " bytes (out of place up to " + std::to_string(kCmaMaxOutOfPlaceReduceBytes) + "), Send/Recv " +
                     (p2pCmaMinBytes > 0 ? "from " + std::to_string(p2pCmaMinBytes) + " bytes" : std::string("never"))
               : std::string("off (CFX_CMA)"));
 }

@@ -14,7 +14,7 @@
 // Every collective whose per-rank input fits a 1 KiB mailbox takes the mailbox path instead
 // (ops/mailbox_op.cc), unless CFX_ALGO forces an algorithm. Large AllGather, AlltoAll and Broadcast
 // copy once, straight from the peers' buffers (ops/single_copy.cc), where the host allows it, and
-// so do large Sends (transport/shm/channel.h), and AllReduce and Reduce in place on every rank.
+// so do large Sends (transport/shm/channel.h), and AllReduce and Reduce from 16 and 64 KiB.
 #pragma once
 
 #include <cstddef>
@@ -38,12 +38,20 @@ struct Tuning {
   size_t directMaxBytes = 0;  // 0: the built-in rule
   bool cma = false;           // single-copy AllGather/AlltoAll/Broadcast allowed (CFX_CMA)
   size_t cmaMinBytes = 0;     // from this many bytes (CFX_CMA_MIN_BYTES)
-  // AllReduce and Reduce in place on every rank (the root, for Reduce) over single copies, from
-  // this many bytes (CFX_CMA_REDUCE_MIN_BYTES). 2-rank AllReduce in place on the Intel Xeon VM,
-  // median busbw, staged against single copy: 64 KiB 6.7 against 4.1 GB/s, 128 KiB 8.8 against
-  // 7.0, 256 KiB 9.0 against 9.4, 512 KiB 9.6 against 12.0, 2 MiB 7.8 against 9.6 (perf/RESULTS.md,
-  // 2026-11-29).
+  // AllReduce and Reduce over single copies (ops/single_copy.h), from this many bytes
+  // (CFX_CMA_REDUCE_MIN_BYTES: auto gives these defaults, a number sets both). 2-rank medians on
+  // the Intel Xeon VM, staged against single copy (perf/RESULTS.md, 2026-11-29, third):
+  // AllReduce 8 KiB 2.2 against 2.9 us, 16 KiB 3.9 against 3.3, 128 KiB 14.4 against 10.2;
+  // Reduce 32 KiB 3.4 against 3.8 us, 64 KiB 6.4 against 5.4, 256 KiB 25 against 16.
+  size_t cmaAllReduceMinBytes = 0;
   size_t cmaReduceMinBytes = 0;
+  static constexpr size_t kCmaAllReduceMinDefault = 16 << 10;
+  static constexpr size_t kCmaReduceMinDefault = 64 << 10;
+  // Out of place (some rank's output, the root's for Reduce, is not its input) only up to this
+  // size: its writes then read their destination first, where the staged path's streaming stores
+  // do not (2-rank AllReduce out of place, staged against single copy: 16 MiB 2.53 against 2.49 ms,
+  // 32 MiB 5.5 against 7.6 ms).
+  static constexpr size_t kCmaMaxOutOfPlaceReduceBytes = 16 << 20;
   size_t p2pCmaMinBytes = 0;  // Send/Recv single copy from this many bytes, 0: never (CFX_P2P_CMA_MIN_BYTES)
   // NUMA domains of a two-level rsag (ops/two_level.cc), from the topology plan; 0: flat.
   int domains = 0;
