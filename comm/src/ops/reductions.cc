@@ -74,7 +74,8 @@ class AllReduceOp : public PhasedCollective {
 };
 
 // AllReduce and Reduce, direct: every rank reduces everything.
-//   stage chunk p:     copy this rank's input chunk into its slot half;
+//   stage chunk p:     copy this rank's input chunk into its slot half (not Reduce's root out of
+//                      place, whose input only it reads: 2-rank Reduce of 16 KiB 2.32 -> 2.03 us);
 //   combine chunk p-1: reduce the chunk over all ranks' slot halves, in rank order, straight into
 //                      this rank's output (the root's only, for Reduce).
 // Every rank runs the same kernel over the same inputs in the same order, so all get the same
@@ -93,10 +94,13 @@ class DirectAllReduceOp : public PhasedCollective {
     const auto* send = static_cast<const std::byte*>(a_.send);
     const int n = ctx.size();
     size_t k;
-    if (stage(phase, 0, k)) std::memcpy(ctx.slotHalf(ctx.rank(), chunkId(k)), send + chunkOffset(k), bytes(chunkLen(k)));
+    // Reduce's root out of place reads its own input where it lies: no other rank reads it.
+    const bool readOwnInput = a_.coll == Coll::kReduce && ctx.rank() == a_.root && a_.send != a_.recv;
+    if (!readOwnInput && stage(phase, 0, k)) std::memcpy(ctx.slotHalf(ctx.rank(), chunkId(k)), send + chunkOffset(k), bytes(chunkLen(k)));
     bool receives = a_.coll == Coll::kAllReduce || ctx.rank() == a_.root;
     if (receives && stage(phase, 1, k)) {
       for (int r = 0; r < n; ++r) srcs_[r] = ctx.slotHalf(r, chunkId(k));
+      if (readOwnInput) srcs_[ctx.rank()] = send + chunkOffset(k);
       reduce::reduce(static_cast<std::byte*>(a_.recv) + chunkOffset(k), srcs_.data(), n, chunkLen(k), a_.datatype,
                      a_.op, n);
     }
