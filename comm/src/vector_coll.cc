@@ -4,6 +4,7 @@
 #include <cstring>
 #include <string>
 
+#include "common/arith.h"
 #include "common/error.h"
 #include "communicator.h"
 #include "reduce/kernels.h"
@@ -25,6 +26,13 @@ const char* vectorKindName(VectorKind kind) {
 
 namespace {
 
+// Input bytes a check's line has room for, at least (while the line fits a mailbox). Every byte of
+// the line is gathered from every rank on every call, so room costs time: 2-rank AlltoAllv on the
+// Intel Xeon VM with lines of 1 KiB against 256 B, median us: 8 B 1.10 against 0.87, 1 KiB (sent
+// by Send/Recv with the smaller line) 1.53 against 1.24, 8 KiB 2.83 against 2.26
+// (perf/RESULTS.md, 2026-11-29, third).
+constexpr size_t kLineDataBytes = 192;
+
 // What the operations of one call share.
 struct State {
   VectorArgs a;
@@ -33,7 +41,8 @@ struct State {
   size_t esize = 0;
   // This rank's line of the check: header, then sendCounts, then recvCounts (2n + 1 words), then
   // room for this rank's whole input when it is small (the blocks it sends, back to back in rank
-  // order): a line fills one latency-path mailbox. Every rank's line after the AllGather.
+  // order): at least kLineDataBytes, the line rounded up to whole cache lines, and at most one
+  // latency-path mailbox. Every rank's line after the AllGather.
   std::vector<uint64_t> line;
   std::vector<uint64_t> lines;
   bool agreed = false;
@@ -46,7 +55,10 @@ struct State {
   std::shared_ptr<ScratchPool::Buffer> padIn, padOut;
 
   size_t countWords() const { return 2 * static_cast<size_t>(n) + 1; }
-  size_t dataWords() const { return kMailboxBytes / 8 > countWords() ? kMailboxBytes / 8 - countWords() : 0; }
+  size_t dataWords() const {
+    const size_t words = std::min(kMailboxBytes, roundUp(countWords() * 8 + kLineDataBytes, size_t{64})) / 8;
+    return words > countWords() ? words - countWords() : 0;
+  }
   size_t width() const { return countWords() + dataWords(); }
   uint64_t header(int r) const { return lines[r * width()]; }
   uint64_t sends(int r, int to) const { return lines[r * width() + 1 + to]; }
