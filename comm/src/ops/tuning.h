@@ -37,7 +37,11 @@ struct Tuning {
   NetAlgo net = NetAlgo::kAuto;  // CFX_ALGO=ring|tree|rhd|flat
   size_t directMaxBytes = 0;  // 0: the built-in rule
   bool cma = false;           // single-copy AllGather/AlltoAll/Broadcast allowed (CFX_CMA)
-  size_t cmaMinBytes = 0;     // from this many bytes (CFX_CMA_MIN_BYTES)
+  // From this many bytes of output (CFX_CMA_MIN_BYTES). 2-rank medians on the Intel Xeon VM,
+  // staged against single copy (perf/RESULTS.md, 2026-11-29, third): AllGather 8 KiB 1.69 against
+  // 1.77 us, 16 KiB 2.88 against 2.04, 64 KiB 8.2 against 3.7; AlltoAll 8 KiB 1.44 against 1.73,
+  // 16 KiB 2.38 against 1.96; Broadcast 16 KiB 2.12 against 1.55; AlltoAllv 32 KiB 4.6 against 3.2.
+  size_t cmaMinBytes = 0;
   // AllReduce and Reduce over single copies (ops/single_copy.h), from this many bytes
   // (CFX_CMA_REDUCE_MIN_BYTES: auto gives these defaults, a number sets both). 2-rank medians on
   // the Intel Xeon VM, staged against single copy (perf/RESULTS.md, 2026-11-29, third):
