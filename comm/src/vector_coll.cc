@@ -26,12 +26,14 @@ const char* vectorKindName(VectorKind kind) {
 
 namespace {
 
-// Input bytes a check's line has room for, at least (while the line fits a mailbox). Every byte of
-// the line is gathered from every rank on every call, so room costs time: 2-rank AlltoAllv on the
-// Intel Xeon VM with lines of 1 KiB against 256 B, median us: 8 B 1.10 against 0.87, 1 KiB (sent
-// by Send/Recv with the smaller line) 1.53 against 1.24, 8 KiB 2.83 against 2.26
-// (perf/RESULTS.md, 2026-11-29, third).
-constexpr size_t kLineDataBytes = 192;
+// Input bytes per peer a check's line has room for, at least (while the line fits a mailbox).
+// Every byte of the line is gathered from every rank on every call, so room costs time, and input
+// that does not fit travels by Send/Recv, one message per peer. AlltoAllv on the Intel Xeon VM,
+// median us, lines of 1 KiB (before) against this rule (perf/RESULTS.md, 2026-11-29, third):
+// 2 ranks 8 B 1.11 against 0.86, 256 B 1.08 against 0.76, 1 KiB 1.45 against 1.16; 3 ranks 504 B
+// 3.29 against 2.75; 4 ranks 512 B 5.03 against 4.27. 192 B per peer sent 504 B at 3 ranks and
+// 512 B at 4 by Send/Recv: 4.55-5.79 and 7.3-8.8 us.
+constexpr size_t kLineDataBytesPerPeer = 256;
 
 // What the operations of one call share.
 struct State {
@@ -41,7 +43,7 @@ struct State {
   size_t esize = 0;
   // This rank's line of the check: header, then sendCounts, then recvCounts (2n + 1 words), then
   // room for this rank's whole input when it is small (the blocks it sends, back to back in rank
-  // order): at least kLineDataBytes, the line rounded up to whole cache lines, and at most one
+  // order): at least kLineDataBytesPerPeer per peer, the line rounded up to whole cache lines, and at most one
   // latency-path mailbox. Every rank's line after the AllGather.
   std::vector<uint64_t> line;
   std::vector<uint64_t> lines;
@@ -56,7 +58,8 @@ struct State {
 
   size_t countWords() const { return 2 * static_cast<size_t>(n) + 1; }
   size_t dataWords() const {
-    const size_t words = std::min(kMailboxBytes, roundUp(countWords() * 8 + kLineDataBytes, size_t{64})) / 8;
+    const size_t room = kLineDataBytesPerPeer * static_cast<size_t>(std::max(1, n - 1));
+    const size_t words = std::min(kMailboxBytes, roundUp(countWords() * 8 + room, size_t{64})) / 8;
     return words > countWords() ? words - countWords() : 0;
   }
   size_t width() const { return countWords() + dataWords(); }
