@@ -31,8 +31,8 @@ namespace {
 // that does not fit travels by Send/Recv, one message per peer. AlltoAllv on the Intel Xeon VM,
 // median us, lines of 1 KiB (before) against this rule (perf/RESULTS.md, 2026-11-29, third):
 // 2 ranks 8 B 1.11 against 0.86, 256 B 1.08 against 0.76, 1 KiB 1.45 against 1.16; 3 ranks 504 B
-// 3.29 against 2.75; 4 ranks 512 B 5.03 against 4.27. 192 B per peer sent 504 B at 3 ranks and
-// 512 B at 4 by Send/Recv: 4.55-5.79 and 7.3-8.8 us.
+// 3.29 against 2.75; 4 ranks 512 B 5.03 against 4.27. With 192 B of room in all, 252-512 B at 3
+// and 4 ranks went by Send/Recv: 4.1-8.8 us; with 192 B per peer, 504 B at 3 ranks: 4.6-5.8 us.
 constexpr size_t kLineDataBytesPerPeer = 256;
 
 // What the operations of one call share.
