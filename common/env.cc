@@ -33,7 +33,7 @@ const std::vector<Variable>& registry() {
       {"CFX_REDUCE_EXACT", "0", "1: cfxSum and cfxAvg on floating-point data are exact (cfxSumExact, cfxAvgExact: the exact sum rounded once) on communicators whose config leaves reduceExact unset."},
       {"CFX_VCOLL_PADDING", "0.25", "Across hosts, AllGatherv and ReduceScatterv whose blocks padded to the largest count carry at most this fraction more data take the hierarchical AllGather or ReduceScatter on the padded blocks; 0: always rank to rank."},
       {"CFX_REGISTERED_MIN_BYTES", "1048576", "Smallest collective (bytes of its larger buffer) that checks for registered buffers (one barrier more when they are not)."},
-      {"CFX_P2P_CMA_MIN_BYTES", "0", "Smallest Send (bytes) that the receiver copies straight from the sender's buffer (with CFX_CMA); 0: never."},
+      {"CFX_P2P_CMA_MIN_BYTES", "16384", "Smallest Send (bytes) that the receiver copies straight from the sender's buffer (with CFX_CMA); 0: never."},
       {"CFX_UNIQUE_ID", nullptr, "Hex-encoded unique id (set by cfxrun); used by cfxCommInitFromEnv."},
       {"CFX_RANK", nullptr, "This process's rank (set by cfxrun)."},
       {"CFX_NRANKS", nullptr, "Number of ranks (set by cfxrun)."},

@@ -73,8 +73,10 @@ struct Tuning {
   // `ownCpus`: each rank of this host can have a CPU of its own (single copies need it).
   static Tuning fromEnv(bool ownCpus);
   // Whether a Send of `bytes` to another rank of this host offers its buffer for a single copy.
-  // Off by default: process_vm_readv moved at most ~7 GB/s on the development machine (a VM, where
-  // pinning the pages dominates), below the two-copy ring at every size (perf/RESULTS.md).
+  // From 16 KiB by default (CFX_P2P_CMA_MIN_BYTES). It was off while process_vm_readv measured
+  // below the two-copy channel (an AMD EPYC VM, perf/RESULTS.md 2026-11-23); on the Intel Xeon VM,
+  // 2-rank sendrecv_perf, channel against single copy: 8 KiB 2.18 against 2.16 us, 16 KiB 3.90
+  // against 2.62, 1 MiB 158 against 63, 256 MiB 74 against 62 ms (perf/RESULTS.md, 2026-11-29, third).
   bool p2pSingleCopy(size_t bytes) const { return cma && p2pCmaMinBytes > 0 && bytes >= p2pCmaMinBytes; }
   // The same for a block of a v-collective (vector_coll.h): from CFX_CMA_MIN_BYTES to
   // kCmaMaxBlockBytes. AlltoAllv at 2 ranks (alltoallv_perf -z 1, blocks of a quarter to three
