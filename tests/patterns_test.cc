@@ -247,3 +247,33 @@ TEST(VectorPadding, WhenBlocksArePaddedToTheLargest) {
   EXPECT_EQ(paddedBlock({129, 128}, 4, 2, 0.25, 1024), 129u);
   EXPECT_EQ(paddedBlock({}, 4, 2, 0.25, 1024), 0u);
 }
+
+// The line of the check on one host (vector_coll.h): which blocks it carries and where they lie,
+// the same arithmetic on sender and receiver.
+TEST(VectorLine, SlotsAndOffsets) {
+  using conflux::VectorKind;
+  using conflux::VectorLine;
+  const VectorLine two{2, VectorKind::kAlltoAllv};
+  EXPECT_EQ(two.countBytes(), 40u);
+  EXPECT_EQ(two.slot(), 984u);  // 1 KiB less the counts, one peer
+  EXPECT_TRUE(two.carries(984));
+  EXPECT_FALSE(two.carries(985));
+  EXPECT_EQ(two.offset(0, 1), 40u);
+  EXPECT_EQ(two.offset(1, 0), 40u);
+  const VectorLine four{4, VectorKind::kReduceScatterv};
+  EXPECT_EQ(four.room(), 952u);
+  EXPECT_EQ(four.slot(), 312u);  // 952 / 3, whole words
+  EXPECT_EQ(four.offset(2, 0), 72u);
+  EXPECT_EQ(four.offset(2, 1), 72u + 312u);
+  EXPECT_EQ(four.offset(2, 3), 72u + 2 * 312u);  // its own slot skipped
+  EXPECT_EQ(four.offset(2, 3) + four.slot(), 1008u);
+  const VectorLine gather{4, VectorKind::kAllGatherv};  // one block, read by every peer
+  EXPECT_TRUE(gather.carries(952));
+  EXPECT_FALSE(gather.carries(953));
+  EXPECT_EQ(gather.offset(1, 3), 72u);
+  const VectorLine most{VectorLine::kMaxLineRanks, VectorKind::kAlltoAllv};
+  EXPECT_EQ(most.countBytes(), 1016u);
+  EXPECT_TRUE(most.carries(0));
+  EXPECT_FALSE(most.carries(1));
+  EXPECT_EQ(VectorLine({1, VectorKind::kAlltoAllv}).slot(), 0u);
+}

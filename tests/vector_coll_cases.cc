@@ -361,6 +361,26 @@ std::string mismatchCases(const Rank& rk) {
     cfxCommDestroy(comm);
     if (!e.empty()) return e;
   }
+  // On one host, rank 0 calls AlltoAllv, the others AllGather: of 2 elements (the latency path) and
+  // of 2^17 (staged). Every rank fails naming both calls. (Across hosts the check is an AllGather
+  // of the counts, named as such; against a large AllGather the rank alone on its host then waits
+  // out CFX_TIMEOUT for its step.)
+  int host = 0, nhosts = 1;
+  cfxCommHost(rk.comm, &host, &nhosts);
+  if (nhosts > 1) return "";
+  for (size_t count : {size_t{2}, size_t{1} << 17}) {
+    cfxComm_t comm = fresh(rk);
+    if (comm == nullptr) return "split failed";
+    std::vector<float> gin(count, 2.0f);
+    std::vector<uint8_t> out(4 * count * n, kGuard);
+    cfxResult_t r = me == 0 ? cfxAlltoAllv(in.data(), counts.data(), displs.data(), out.data(), counts.data(), displs.data(), cfxFloat32, comm, nullptr)
+                            : cfxAllGather(gin.data(), out.data(), count, cfxFloat32, comm, nullptr);
+    const std::string what = "AlltoAllv against AllGather of " + std::to_string(count);
+    std::string e = expectUsage(r, comm, {"collective mismatch", "AlltoAllv", "AllGather #"}, what);
+    if (e.empty() && me == 0 && !untouched(out)) e = what + ": the output was written";
+    cfxCommDestroy(comm);
+    if (!e.empty()) return e;
+  }
   return "";
 }
 

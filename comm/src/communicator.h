@@ -79,6 +79,11 @@ class Communicator {
   // (CFX_CMA, CFX_CMA_MIN_BYTES) rather than as Send does (CFX_P2P_CMA_MIN_BYTES).
   std::unique_ptr<Op> send(const void* buf, size_t bytes, int peer, bool ofCollective = false) const;
   std::unique_ptr<Op> recv(void* buf, size_t bytes, int peer) const;
+  // Whether every rank is on this host: operations need no network (collective, send and recv
+  // then make shared-memory operations).
+  bool onOneHost() const { return transport_ == nullptr; }
+  // Enters `op`, made here or elsewhere for a call, in the flight recorder (when it is on).
+  std::unique_ptr<Op> recorded(std::unique_ptr<Op> op, const flight::Call& call) const;
   // The same as values a group may keep and run on the caller's stack (Engine::runQuick), when
   // this rank can: a communicator on one host, a transfer no larger than P2pOp::kQuickBytes, no
   // single copy. Else nullopt. Not recorded yet (recordQuick, or the engine when it runs them).
@@ -130,8 +135,6 @@ class Communicator {
   void runInternal(Coll coll, const void* send, void* recv, size_t count, cfxRedOp_t op,
                    cfxDataType_t type = cfxInt32);
   void logInit(const std::string& binding) const;
-  // Enters `op` in the flight recorder (when it is on).
-  std::unique_ptr<Op> recorded(std::unique_ptr<Op> op, const flight::Call& call) const;
 
   uint64_t hash_;
   int rank_;

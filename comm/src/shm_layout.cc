@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <iterator>
 #include <string>
 
 #include "common/arith.h"
@@ -12,8 +13,9 @@
 namespace conflux {
 
 const char* collectiveName(int32_t coll) {
-  static const char* const kNames[] = {"AllReduce", "Reduce", "Broadcast", "AllGather", "ReduceScatter", "AlltoAll"};
-  return (coll >= 0 && coll < 6) ? kNames[coll] : "unknown collective";
+  static const char* const kNames[] = {"AllReduce",  "Reduce",    "Broadcast",  "AllGather",     "ReduceScatter",
+                                       "AlltoAll",   "AlltoAllv", "AllGatherv", "ReduceScatterv"};
+  return (coll >= 0 && coll < static_cast<int32_t>(std::size(kNames))) ? kNames[coll] : "unknown collective";
 }
 
 namespace {

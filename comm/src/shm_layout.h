@@ -39,8 +39,10 @@ struct OpDescriptor {
 };
 inline constexpr uint32_t kDescAgreeOnBuffers = 1;   // CollArgs::agreeOnBuffers
 inline constexpr uint32_t kDescSingleCopyReduce = 2;  // CollArgs::singleCopyReduce
-// The name of collective `coll` (Coll in ops/op.h) for messages; "unknown collective" if out of range.
+// The name of collective `coll` (Coll in ops/op.h, then the v-collectives' checks from 6:
+// vector_mailbox_op.cc) for messages; "unknown collective" if out of range.
 const char* collectiveName(int32_t coll);
+inline constexpr int32_t kFirstVectorColl = 6;  // OpDescriptor::coll of AlltoAllv; AllGatherv, ReduceScatterv follow
 
 // A small-message mailbox: the data, then the call, then the sequence number that publishes both
 // (the latency path of ops/mailbox_op.cc; phased collectives announce their call here too).

@@ -4,10 +4,12 @@
 //  1. a check, a collective: an AllGather of every rank's call (which v-collective, datatype, op,
 //     and how many elements it sends to and expects from each rank). Every rank then checks every
 //     pair the same way, so ranks whose counts disagree all fail with cfxInvalidUsage naming the
-//     same two ranks, before any data moves. It also copies this rank's own block.
-//  2. one Send and one Recv per peer with a nonzero count, point-to-point operations held until
-//     the check has passed (on one host the shared-memory channels, across hosts the network:
-//     Communicator::send/recv);
+//     same two ranks, before any data moves. It also copies this rank's own block, and the blocks
+//     small enough to travel with the counts (on one host: VectorLine; across hosts: every rank's
+//     whole input, when each fits the check's line);
+//  2. one Send and one Recv per peer with a nonzero count that did not travel in the check,
+//     point-to-point operations held until the check has passed (on one host the shared-memory
+//     channels, across hosts the network: Communicator::send/recv);
 //  3. for ReduceScatterv, a collective that waits for its receives and reduces them with this
 //     rank's own block, in rank order, so the result does not depend on arrival order.
 // Across hosts, an AllGatherv or ReduceScatterv whose counts are close to even takes instead of 2-3
@@ -50,6 +52,28 @@ struct VectorArgs {
 // more than `lineBytes` (below, the data travels in the check), and padding every block to the
 // largest count adds at most `maxPadding` (a fraction) to the data. Pure, unit-tested.
 size_t paddedBlock(const std::vector<size_t>& counts, size_t esize, int nhosts, double maxPadding, size_t lineBytes);
+
+// On one host, with at most kMaxLineRanks ranks, the check runs on the latency path's mailboxes
+// (vector_mailbox_op.cc): each rank publishes a line, its call's header, its sendcounts and
+// recvcounts (2n + 1 words), then the blocks it sends that the line carries; the other blocks go
+// by Send/Recv. Which blocks the line carries is known to sender and receiver alike from the counts
+// they both hold (and the check proves equal), so a rank creates only the Send/Recv it needs. Pure,
+// unit-tested.
+struct VectorLine {
+  static constexpr int kMaxLineRanks = 63;  // (2n + 1) words fit a mailbox
+  int n;
+  VectorKind kind;
+
+  size_t countBytes() const { return (2 * static_cast<size_t>(n) + 1) * 8; }
+  size_t room() const;
+  // AlltoAllv and ReduceScatterv: the bytes each peer's block has (every peer a slot of its own).
+  size_t slot() const;
+  // Whether a block of `bytes` between two different ranks travels in the sender's line
+  // (AllGatherv: the one block every peer reads, up to the whole room).
+  bool carries(size_t bytes) const;
+  // Where the block from rank `from` to rank `to` lies in `from`'s line (bytes from its start).
+  size_t offset(int from, int to) const;
+};
 
 // The batch for one call (argument checks were done by the caller).
 std::vector<std::unique_ptr<Op>> makeVectorCollective(const Communicator& comm, VectorArgs args);

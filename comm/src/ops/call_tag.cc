@@ -38,8 +38,9 @@ OpDescriptor unpackCall(uint64_t call) {
 }
 
 std::string describeCall(const OpDescriptor& d) {
-  std::string s = std::string(collectiveName(d.coll)) + " count " + std::to_string(d.count) + " " +
-                  reduce::dataTypeName(static_cast<cfxDataType_t>(d.datatype));
+  std::string s = std::string(collectiveName(d.coll)) + " ";
+  if (d.coll < kFirstVectorColl) s += "count " + std::to_string(d.count) + " ";  // v: counts per rank
+  s += reduce::dataTypeName(static_cast<cfxDataType_t>(d.datatype));
   if (d.op >= 0) s += std::string(" ") + reduce::redOpName(static_cast<cfxRedOp_t>(d.op));
   if (d.root >= 0) s += " root " + std::to_string(d.root);
   return s;

@@ -1,0 +1,176 @@
+// The check of a v-collective on one host, on the latency path's mailboxes (vector_coll.h).
+//
+// Each rank writes its line into its mailbox of the operation's sequence number: the call's header,
+// its sendcounts and recvcounts, then the blocks the line carries (VectorLine: each peer's block in
+// a slot of its own; AllGatherv's one block once), with a descriptor of the call; one release store
+// publishes them. It is the protocol of the latency path's collectives (ops/mailbox_op.cc): the same
+// sequence numbers, the same rule for reusing a mailbox (once every rank finished the operation it
+// last held), operations finished in order. So a rank that made another collective call at this
+// point finds the mismatch in the descriptor, whichever path that call took.
+//
+// A rank reads every rank's line where it lies, runs checkLines on them (every rank the same
+// verdict), then copies its own block and the blocks the lines carry for it into its output, or,
+// for ReduceScatterv, reduces them there in rank order. Only then does it finish the operation, and
+// the Send/Recv of the blocks too large for a line (made with the call, vector_coll.cc) start.
+// Where a 2-rank AlltoAllv of 8 B blocks gathered fixed lines of 320 B and made a Send and a Recv
+// per peer that never ran, it now moves a cache line or two per peer and makes no Send/Recv.
+#include <cstring>
+#include <string>
+
+#include "common/error.h"
+#include "reduce/kernels.h"
+#include "vector_call.h"
+
+namespace conflux {
+
+namespace {
+
+OpDescriptor descriptorOf(const VectorArgs& a) {
+  OpDescriptor d;
+  d.coll = kFirstVectorColl + static_cast<int32_t>(a.kind);
+  d.datatype = a.datatype;
+  d.op = a.kind == VectorKind::kReduceScatterv ? a.op : -1;
+  d.root = -1;
+  return d;
+}
+
+class MailboxCheckOp final : public Op {
+ public:
+  explicit MailboxCheckOp(std::shared_ptr<VectorCall> s)
+      : s_(std::move(s)), line_{s_->n, s_->a.kind}, call_(descriptorOf(s_->a)) {}
+
+  bool progress(Context& ctx) override;
+  bool done() const override { return done_; }
+  bool runsAhead() const override { return true; }
+  std::string describe(const Context& ctx) const override;
+  void waitingOn(const Context& ctx, std::vector<int>& ranks) const override;
+
+ private:
+  void publish(Mailbox& box) const;
+  void consume(const Context& ctx) const;
+  const std::byte* blockFrom(const Context& ctx, int r) const {
+    return ctx.mailbox(r, seq_).data + line_.offset(r, s_->me);
+  }
+
+  std::shared_ptr<VectorCall> s_;
+  VectorLine line_;
+  OpDescriptor call_;
+  uint64_t seq_ = 0;
+  bool published_ = false;
+  int next_ = 0;  // the ranks below this one have published
+  bool checked_ = false;
+  bool done_ = false;
+};
+
+bool MailboxCheckOp::progress(Context& ctx) {
+  if (done_) return false;
+  const int n = ctx.size(), me = ctx.rank();
+  bool moved = false;
+  if (seq_ == 0) {
+    seq_ = ctx.nextOpSeq();
+    call_.seq = seq_;
+    moved = true;
+  }
+  if (!published_) {
+    Mailbox& mine = ctx.mailbox(me, seq_);
+    if (!ctx.allFinished(mine.seq.load(std::memory_order_relaxed))) return moved;  // still read
+    publish(mine);
+    mine.call = call_;
+    mine.seq.store(seq_, std::memory_order_release);
+    published_ = true;
+    moved = true;
+    ctx.oweRing();
+  }
+  if (!checked_) {
+    for (; next_ < n; ++next_) {
+      if (next_ == me) continue;
+      const Mailbox& box = ctx.mailbox(next_, seq_);
+      if (box.seq.load(std::memory_order_acquire) != seq_) return moved;
+      // Another v-collective is named by checkLines, the same on every rank; anything else now.
+      if (box.call.coll < kFirstVectorColl && !(box.call == call_)) {
+        throwMismatch(ctx.commRank(me), call_, ctx.commRank(next_), box.call);
+      }
+    }
+    VectorCall& s = *s_;
+    for (int r = 0; r < n; ++r) s.boxes[r] = reinterpret_cast<const uint64_t*>(ctx.mailbox(r, seq_).data);
+    s.inMailboxes = true;
+    checkLines(s);
+    consume(ctx);
+    s.agreed = true;
+    checked_ = true;
+    moved = true;
+  }
+  if (ctx.finishedByMe() + 1 != seq_) return moved;  // finished in order: earlier calls first
+  ctx.finishOp(seq_);
+  done_ = true;
+  return true;
+}
+
+void MailboxCheckOp::publish(Mailbox& box) const {
+  const VectorCall& s = *s_;
+  auto* words = reinterpret_cast<uint64_t*>(box.data);
+  words[0] = headerOf(s.a);
+  for (int r = 0; r < s.n; ++r) {
+    words[1 + r] = s.a.sendCounts[r];
+    words[1 + s.n + r] = s.a.recvCounts[r];
+  }
+  for (int to = 0; to < s.n; ++to) {
+    const size_t bytes = s.a.sendCounts[to] * s.esize;
+    if (to == s.me || bytes == 0 || !line_.carries(bytes)) continue;
+    std::memcpy(box.data + line_.offset(s.me, to), s.sendPtr(to), bytes);
+    if (s.a.kind == VectorKind::kAllGatherv) return;  // one block, read by every peer
+  }
+}
+
+void MailboxCheckOp::consume(const Context& ctx) const {
+  const VectorCall& s = *s_;
+  s.copyOwnBlock();
+  if (s.a.kind != VectorKind::kReduceScatterv) {
+    for (int r = 0; r < s.n; ++r) {
+      const size_t bytes = s.a.recvCounts[r] * s.esize;
+      if (r == s.me || bytes == 0 || !line_.carries(bytes)) continue;
+      std::memcpy(static_cast<std::byte*>(s.a.recv) + s.a.recvDispls[r] * s.esize, blockFrom(ctx, r), bytes);
+    }
+    return;
+  }
+  // ReduceScatterv: every peer's block for this rank has recvcounts[me] elements, so the lines
+  // carry all of them or none (then ReduceReceivedOp reduces what Recv brought).
+  const size_t count = s.a.recvCounts[s.me], bytes = count * s.esize;
+  if (count == 0 || !line_.carries(bytes)) return;
+  const void* srcs[kMaxDirectRanks];
+  alignas(64) std::byte own[kMailboxBytes];
+  const std::byte* mine = s.sendPtr(s.me);
+  if (mine == s.a.recv) {  // in place: the kernel's output may not alias an input
+    std::memcpy(own, mine, bytes);
+    mine = own;
+  }
+  for (int r = 0; r < s.n; ++r) srcs[r] = r == s.me ? mine : blockFrom(ctx, r);
+  reduce::reduce(s.a.recv, srcs, s.n, count, s.a.datatype, s.a.op, s.n);
+}
+
+std::string MailboxCheckOp::describe(const Context& ctx) const {
+  std::string s = std::string(vectorKindName(s_->a.kind)) + " #" + std::to_string(seq_) + " (latency path";
+  s += published_ ? "), checking every rank's counts; ranks not yet arrived:"
+                  : "), waiting for ranks to finish reading its mailbox:";
+  std::vector<int> r;
+  waitingOn(ctx, r);
+  for (int x : r) s += " " + std::to_string(ctx.commRank(x));
+  return s;
+}
+
+void MailboxCheckOp::waitingOn(const Context& ctx, std::vector<int>& ranks) const {
+  if (seq_ == 0 || checked_) return;
+  if (!published_) {
+    ctx.allFinished(ctx.mailbox(ctx.rank(), seq_).seq.load(std::memory_order_relaxed), &ranks);
+    return;
+  }
+  for (int r = next_; r < ctx.size(); ++r) {
+    if (r != ctx.rank() && ctx.mailbox(r, seq_).seq.load(std::memory_order_acquire) != seq_) ranks.push_back(r);
+  }
+}
+
+}  // namespace
+
+std::unique_ptr<Op> makeMailboxCheck(std::shared_ptr<VectorCall> s) { return std::make_unique<MailboxCheckOp>(std::move(s)); }
+
+}  // namespace conflux
