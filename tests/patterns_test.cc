@@ -242,10 +242,10 @@ TEST(VectorPadding, WhenBlocksArePaddedToTheLargest) {
   EXPECT_EQ(paddedBlock(near, 4, 2, 0.05, 1024), 0u);        // more than 5%
   EXPECT_EQ(paddedBlock(uneven, 4, 3, 0.25, 1024), 0u);      // 16000 against 4020
   EXPECT_EQ(paddedBlock(even, 4, 2, 0.0, 1024), 0u);         // CFX_VCOLL_PADDING=0
-  EXPECT_EQ(paddedBlock({64, 64}, 4, 2, 0.25, 1024), 0u);    // 512 bytes travel in the check
-  EXPECT_EQ(paddedBlock({128, 128, 0}, 4, 2, 1.0, 1024), 0u);  // exactly the line: still in it
-  EXPECT_EQ(paddedBlock({129, 128}, 4, 2, 0.25, 1024), 129u);
-  EXPECT_EQ(paddedBlock({}, 4, 2, 0.25, 1024), 0u);
+  EXPECT_EQ(paddedBlock(std::vector<size_t>{64, 64}, 4, 2, 0.25, 1024), 0u);    // 512 bytes travel in the check
+  EXPECT_EQ(paddedBlock(std::vector<size_t>{128, 128, 0}, 4, 2, 1.0, 1024), 0u);  // exactly the line: still in it
+  EXPECT_EQ(paddedBlock(std::vector<size_t>{129, 128}, 4, 2, 0.25, 1024), 129u);
+  EXPECT_EQ(paddedBlock(std::vector<size_t>{}, 4, 2, 0.25, 1024), 0u);
 }
 
 // The line of the check on one host (vector_coll.h): which blocks it carries and where they lie,

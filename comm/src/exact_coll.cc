@@ -1,5 +1,7 @@
 #include "exact_coll.h"
 
+#include <algorithm>
+
 #include "communicator.h"
 #include "ops/collective.h"
 #include "reduce/type_size.h"
@@ -11,16 +13,20 @@ std::vector<std::vector<std::unique_ptr<Op>>> makeExactAcrossHosts(const Communi
   std::vector<std::vector<std::unique_ptr<Op>>> batches;
   const int n = comm.size(), me = comm.rank();
   const size_t es = reduce::dataTypeSize(a.datatype);
+  // ReduceScatterv's arguments for blocks of `counts` at `offsets`, this rank's into `out`.
+  auto reduceScatterv = [&](const std::vector<size_t>& counts, const std::vector<size_t>& offsets, void* out) {
+    VectorArgs v(VectorKind::kReduceScatterv, a.send, out, n, a.datatype, a.op);
+    std::copy(counts.begin(), counts.end(), v.sendCounts.begin());
+    std::copy(offsets.begin(), offsets.end(), v.sendDispls.begin());
+    std::fill(v.recvCounts.begin(), v.recvCounts.end(), counts[me]);
+    return v;
+  };
+  std::vector<size_t> counts(n, a.count), offsets(n);
   if (a.coll == Coll::kReduceScatter) {
-    std::vector<size_t> offsets(n);
     for (int r = 0; r < n; ++r) offsets[r] = a.count * r;
-    batches.push_back(makeVectorCollective(comm, VectorArgs{VectorKind::kReduceScatterv, a.send, a.recv,
-                                                            std::vector<size_t>(n, a.count), std::move(offsets),
-                                                            std::vector<size_t>(n, a.count), std::vector<size_t>(n, 0),
-                                                            a.datatype, a.op}));
+    batches.push_back(makeVectorCollective(comm, reduceScatterv(counts, offsets, a.recv)));
     return batches;
   }
-  std::vector<size_t> counts(n), offsets(n);
   for (int r = 0; r < n; ++r) {
     size_t lo, hi;
     sliceOf(a.count, es, r, n, lo, hi);
@@ -34,12 +40,15 @@ std::vector<std::vector<std::unique_ptr<Op>>> makeExactAcrossHosts(const Communi
     out = temp->data();
   }
   std::byte* slice = out + offsets[me] * es;
-  batches.push_back(makeVectorCollective(comm, VectorArgs{VectorKind::kReduceScatterv, a.send, slice, counts, offsets,
-                                                          std::vector<size_t>(n, counts[me]), std::vector<size_t>(n, 0),
-                                                          a.datatype, a.op, temp}));
-  batches.push_back(makeVectorCollective(comm, VectorArgs{VectorKind::kAllGatherv, slice, out,
-                                                          std::vector<size_t>(n, counts[me]), std::vector<size_t>(n, 0),
-                                                          counts, offsets, a.datatype, cfxSum, temp}));
+  VectorArgs rs = reduceScatterv(counts, offsets, slice);
+  rs.keep = temp;
+  batches.push_back(makeVectorCollective(comm, std::move(rs)));
+  VectorArgs ag(VectorKind::kAllGatherv, slice, out, n, a.datatype, cfxSum);
+  std::fill(ag.sendCounts.begin(), ag.sendCounts.end(), counts[me]);
+  std::copy(counts.begin(), counts.end(), ag.recvCounts.begin());
+  std::copy(offsets.begin(), offsets.end(), ag.recvDispls.begin());
+  ag.keep = temp;
+  batches.push_back(makeVectorCollective(comm, std::move(ag)));
   return batches;
 }
 

@@ -57,6 +57,11 @@ void checkLines(const VectorCall& s) {
   }
 }
 
+VectorCall::VectorCall(VectorArgs args, int nranks, int rank)
+    : a(std::move(args)), n(nranks), me(rank), esize(reduce::dataTypeSize(a.datatype)) {
+  if (a.kind == VectorKind::kReduceScatterv) received.resize(static_cast<size_t>(n));
+}
+
 void VectorCall::copyOwnBlock() const {
   if (a.kind == VectorKind::kReduceScatterv || pad > 0) return;
   const size_t bytes = a.sendCounts[me] * esize;

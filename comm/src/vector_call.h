@@ -3,12 +3,12 @@
 #pragma once
 
 #include <algorithm>
-#include <array>
 #include <cstdint>
 #include <memory>
 #include <vector>
 
 #include "common/arith.h"
+#include "context.h"
 #include "ops/mailbox_op.h"
 #include "shm_layout.h"
 #include "vector_coll.h"
@@ -26,15 +26,18 @@ namespace conflux {
 constexpr size_t kLineDataBytesPerPeer = 256;
 
 struct VectorCall {
+  VectorCall(VectorArgs args, int nranks, int rank);
+
   VectorArgs a;
   int n = 0;
   int me = 0;
   size_t esize = 0;
   // The check on the latency path's mailboxes (one host, VectorLine::kMaxLineRanks ranks at most):
-  // every rank's line is read where it was published (`boxes`, set by the check before it runs
-  // checkLines). Else the check across hosts: an AllGather of `line` into `lines`.
-  bool inMailboxes = false;
-  std::array<const uint64_t*, kMaxDirectRanks> boxes{};
+  // every rank's line is read where it was published, in the mailboxes of operation `seq` (set by
+  // the check before it runs checkLines). Else (null) the check across hosts: an AllGather of
+  // `line` into `lines`.
+  const Context* ctx = nullptr;
+  uint64_t seq = 0;
   // Across hosts: this rank's line of the check: header, then sendCounts, then recvCounts (2n + 1
   // words), then room for this rank's whole input when it is small (the blocks it sends, back to
   // back in rank order): at least kLineDataBytesPerPeer per peer, the line rounded up to whole cache
@@ -58,7 +61,9 @@ struct VectorCall {
     return words > countWords() ? words - countWords() : 0;
   }
   size_t width() const { return countWords() + dataWords(); }
-  const uint64_t* lineOf(int r) const { return inMailboxes ? boxes[r] : &lines[r * width()]; }
+  const uint64_t* lineOf(int r) const {
+    return ctx != nullptr ? reinterpret_cast<const uint64_t*>(ctx->mailbox(r, seq).data) : &lines[r * width()];
+  }
   uint64_t header(int r) const { return lineOf(r)[0]; }
   uint64_t sends(int r, int to) const { return lineOf(r)[1 + to]; }
   uint64_t expects(int r, int from) const { return lineOf(r)[1 + n + from]; }

@@ -255,7 +255,7 @@ class ReduceReceivedOp : public Op {
 
 }  // namespace
 
-size_t paddedBlock(const std::vector<size_t>& counts, size_t esize, int nhosts, double maxPadding, size_t lineBytes) {
+size_t paddedBlock(std::span<const size_t> counts, size_t esize, int nhosts, double maxPadding, size_t lineBytes) {
   if (nhosts < 2 || counts.empty() || maxPadding <= 0) return 0;
   size_t total = 0, largest = 0;
   for (size_t c : counts) {
@@ -311,14 +311,18 @@ void addTransfers(const Communicator& comm, const std::shared_ptr<VectorCall>& s
 
 }  // namespace
 
+VectorArgs::VectorArgs(VectorKind k, const void* s, void* r, int nranks, cfxDataType_t type, cfxRedOp_t redOp)
+    : kind(k), send(s), recv(r), datatype(type), op(redOp), arrays(4 * static_cast<size_t>(nranks)) {
+  const size_t n = static_cast<size_t>(nranks);
+  sendCounts = std::span<size_t>(arrays.data(), n);
+  sendDispls = std::span<size_t>(arrays.data() + n, n);
+  recvCounts = std::span<size_t>(arrays.data() + 2 * n, n);
+  recvDispls = std::span<size_t>(arrays.data() + 3 * n, n);
+}
+
 std::vector<std::unique_ptr<Op>> makeVectorCollective(const Communicator& comm, VectorArgs args) {
-  auto s = std::make_shared<VectorCall>();
-  s->n = comm.size();
-  s->me = comm.rank();
-  s->esize = reduce::dataTypeSize(args.datatype);
-  s->a = std::move(args);
+  auto s = std::make_shared<VectorCall>(std::move(args), comm.size(), comm.rank());
   const int n = s->n, me = s->me;
-  if (s->a.kind == VectorKind::kReduceScatterv) s->received.resize(n);
   std::vector<std::unique_ptr<Op>> ops;
   if (comm.onOneHost() && n <= VectorLine::kMaxLineRanks) {
     ops.push_back(comm.recorded(makeMailboxCheck(s), flightCallOf(s->a, me)));
@@ -335,7 +339,7 @@ std::vector<std::unique_ptr<Op>> makeVectorCollective(const Communicator& comm, 
   CollArgs gather{Coll::kAllGather, s->line.data(), s->lines.data(), s->width(), cfxUint64, cfxSum, -1};
   ops.push_back(std::make_unique<CheckOp>(s, comm.collective(gather, vectorKindName(s->a.kind))));
   // The counts every rank passes alike: AllGatherv's recvcounts, ReduceScatterv's recvcounts.
-  const std::vector<size_t>& even = s->a.kind == VectorKind::kAllGatherv ? s->a.recvCounts : s->a.sendCounts;
+  const std::span<const size_t> even = s->a.kind == VectorKind::kAllGatherv ? s->a.recvCounts : s->a.sendCounts;
   if (s->a.kind != VectorKind::kAlltoAllv && !reduce::isExactOp(s->a.op)) {
     s->pad = paddedBlock(even, s->esize, comm.hosts().nhosts(), comm.tuning().vcollPadding, s->dataWords() * 8);
   }

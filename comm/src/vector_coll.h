@@ -21,6 +21,7 @@
 
 #include <cstddef>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "conflux/conflux.h"
@@ -37,21 +38,30 @@ struct VectorArgs {
   VectorKind kind;
   const void* send;
   void* recv;
+  cfxDataType_t datatype;
+  cfxRedOp_t op;  // ReduceScatterv only; an exact op never takes the padded path (it reduces partial sums)
   // Elements this rank sends to / receives from each rank, and where they lie (elements from the
   // buffer's start). AllGatherv: sendCounts[r] = sendcount for every r, sendDispls all 0.
   // ReduceScatterv: the receive counts are recvcounts[me] from every rank, into temporaries.
-  std::vector<size_t> sendCounts, sendDispls, recvCounts, recvDispls;
-  cfxDataType_t datatype;
-  cfxRedOp_t op;  // ReduceScatterv only; an exact op never takes the padded path (it reduces partial sums)
+  // The four arrays lie in `arrays` (one allocation per call); filled by the caller.
+  std::span<size_t> sendCounts, sendDispls, recvCounts, recvDispls;
   // A temporary that `send` or `recv` points into, kept while the call's operations live.
   std::shared_ptr<ScratchPool::Buffer> keep = nullptr;
+
+  VectorArgs(VectorKind k, const void* s, void* r, int nranks, cfxDataType_t type, cfxRedOp_t redOp);
+  VectorArgs(VectorArgs&&) = default;  // the spans keep pointing into the moved `arrays`
+  VectorArgs& operator=(VectorArgs&&) = default;
+  VectorArgs(const VectorArgs&) = delete;
+
+ private:
+  std::vector<size_t> arrays;
 };
 
 // The padded block (elements) an AllGatherv or ReduceScatterv of `counts` (one per rank, every
 // rank's the same) takes across `nhosts` hosts, or 0 for rank to rank: when it spans hosts, moves
 // more than `lineBytes` (below, the data travels in the check), and padding every block to the
 // largest count adds at most `maxPadding` (a fraction) to the data. Pure, unit-tested.
-size_t paddedBlock(const std::vector<size_t>& counts, size_t esize, int nhosts, double maxPadding, size_t lineBytes);
+size_t paddedBlock(std::span<const size_t> counts, size_t esize, int nhosts, double maxPadding, size_t lineBytes);
 
 // On one host, with at most kMaxLineRanks ranks, the check runs on the latency path's mailboxes
 // (vector_mailbox_op.cc): each rank publishes a line, its call's header, its sendcounts and

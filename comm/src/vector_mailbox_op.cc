@@ -92,8 +92,8 @@ bool MailboxCheckOp::progress(Context& ctx) {
       }
     }
     VectorCall& s = *s_;
-    for (int r = 0; r < n; ++r) s.boxes[r] = reinterpret_cast<const uint64_t*>(ctx.mailbox(r, seq_).data);
-    s.inMailboxes = true;
+    s.ctx = &ctx;
+    s.seq = seq_;
     checkLines(s);
     consume(ctx);
     s.agreed = true;

@@ -1,8 +1,8 @@
 // Entry points for the variable-count collectives (vector_coll.h): check every argument, then hand
 // the call's operations to the communicator's engine (or to the open group).
 #include <algorithm>
+#include <span>
 #include <string>
-#include <vector>
 
 #include "api/entry.h"
 #include "reduce/kernels.h"
@@ -18,15 +18,15 @@ namespace {
 
 [[noreturn]] void invalid(const std::string& what) { throw Error(Status::kInvalidArgument, what); }
 
-// The array of one count or displacement per rank, copied; NULL is an error.
-std::vector<size_t> perRank(const size_t* values, int nranks, const char* name) {
+// The array of one count or displacement per rank, copied into `to`; NULL is an error.
+void perRank(const size_t* values, std::span<size_t> to, const char* name) {
   if (values == nullptr) invalid(std::string(name) + " is NULL");
-  return std::vector<size_t>(values, values + nranks);
+  std::copy(values, values + to.size(), to.begin());
 }
 
 // Bytes from a buffer's start to the end of its furthest block: max(displs[r] + counts[r]) elements
 // (blocks with no elements do not count).
-size_t extentBytes(const std::vector<size_t>& counts, const std::vector<size_t>& displs, cfxDataType_t type,
+size_t extentBytes(std::span<const size_t> counts, std::span<const size_t> displs, cfxDataType_t type,
                    const char* countsName, const char* displsName) {
   size_t elements = 0;
   for (size_t r = 0; r < counts.size(); ++r) {
@@ -41,15 +41,14 @@ size_t extentBytes(const std::vector<size_t>& counts, const std::vector<size_t>&
   return checkedBytes(elements, type, 1);
 }
 
-// Prefix sums of `counts` (ReduceScatterv's blocks lie one after another); the total in `total`.
-std::vector<size_t> offsetsOf(const std::vector<size_t>& counts, size_t& total) {
-  std::vector<size_t> offsets(counts.size());
+// Prefix sums of `counts` into `offsets` (ReduceScatterv's blocks lie one after another); the
+// total in `total`.
+void offsetsOf(std::span<const size_t> counts, std::span<size_t> offsets, size_t& total) {
   total = 0;
   for (size_t r = 0; r < counts.size(); ++r) {
     offsets[r] = total;
     if (__builtin_add_overflow(total, counts[r], &total)) invalid("the sum of recvcounts overflows");
   }
-  return offsets;
 }
 
 }  // namespace
@@ -62,9 +61,11 @@ cfxResult_t cfxAlltoAllv(const void* sendbuff, const size_t sendcounts[], const 
   return entry("cfxAlltoAllv", comm, stream, [&](conflux::Communicator& c) {
     const int n = c.size();
     checkDatatype(datatype);
-    VectorArgs a{VectorKind::kAlltoAllv, sendbuff, recvbuff, perRank(sendcounts, n, "sendcounts"),
-                 perRank(sdispls, n, "sdispls"), perRank(recvcounts, n, "recvcounts"), perRank(rdispls, n, "rdispls"),
-                 datatype, cfxSum};
+    VectorArgs a(VectorKind::kAlltoAllv, sendbuff, recvbuff, n, datatype, cfxSum);
+    perRank(sendcounts, a.sendCounts, "sendcounts");
+    perRank(sdispls, a.sendDispls, "sdispls");
+    perRank(recvcounts, a.recvCounts, "recvcounts");
+    perRank(rdispls, a.recvDispls, "rdispls");
     const size_t sendBytes = extentBytes(a.sendCounts, a.sendDispls, datatype, "sendcounts", "sdispls");
     const size_t recvBytes = extentBytes(a.recvCounts, a.recvDispls, datatype, "recvcounts", "rdispls");
     checkBuffer(sendbuff, sendBytes, "sendbuff");
@@ -82,9 +83,10 @@ cfxResult_t cfxAllGatherv(const void* sendbuff, size_t sendcount, void* recvbuff
   return entry("cfxAllGatherv", comm, stream, [&](conflux::Communicator& c) {
     const int n = c.size(), me = c.rank();
     checkDatatype(datatype);
-    VectorArgs a{VectorKind::kAllGatherv, sendbuff, recvbuff, std::vector<size_t>(n, sendcount),
-                 std::vector<size_t>(n, 0), perRank(recvcounts, n, "recvcounts"), perRank(displs, n, "displs"),
-                 datatype, cfxSum};
+    VectorArgs a(VectorKind::kAllGatherv, sendbuff, recvbuff, n, datatype, cfxSum);
+    std::fill(a.sendCounts.begin(), a.sendCounts.end(), sendcount);
+    perRank(recvcounts, a.recvCounts, "recvcounts");
+    perRank(displs, a.recvDispls, "displs");
     if (a.recvCounts[me] != sendcount) {
       invalid("sendcount " + std::to_string(sendcount) + " differs from recvcounts[" + std::to_string(me) +
               "] = " + std::to_string(a.recvCounts[me]) + " (this rank's own block)");
@@ -107,20 +109,21 @@ cfxResult_t cfxReduceScatterv(const void* sendbuff, void* recvbuff, const size_t
     const int n = c.size(), me = c.rank();
     checkDatatype(datatype);
     checkOp(op);
-    std::vector<size_t> counts = perRank(recvcounts, n, "recvcounts");
+    // Every rank receives its own count from each rank.
+    VectorArgs a(VectorKind::kReduceScatterv, sendbuff, recvbuff, n, datatype, c.effectiveOp(op, datatype));
+    perRank(recvcounts, a.sendCounts, "recvcounts");
     size_t total = 0;
-    std::vector<size_t> offsets = offsetsOf(counts, total);
+    offsetsOf(a.sendCounts, a.sendDispls, total);
+    std::fill(a.recvCounts.begin(), a.recvCounts.end(), a.sendCounts[me]);
     const size_t sendBytes = checkedBytes(total, datatype, 1);
-    const size_t recvBytes = checkedBytes(counts[me], datatype, 1);
+    const size_t recvBytes = checkedBytes(a.sendCounts[me], datatype, 1);
     checkBuffer(sendbuff, sendBytes, "sendbuff");
     checkBuffer(recvbuff, recvBytes, "recvbuff");
     const void* inPlace =
-        sendbuff ? static_cast<const char*>(sendbuff) + offsets[me] * conflux::reduce::dataTypeSize(datatype) : nullptr;
+        sendbuff ? static_cast<const char*>(sendbuff) + a.sendDispls[me] * conflux::reduce::dataTypeSize(datatype)
+                 : nullptr;
     checkOverlap(recvbuff, recvBytes, sendbuff, sendBytes, inPlace,
                  "recvbuff == sendbuff + (recvcounts[0] + ... + recvcounts[rank - 1])");
-    // Every rank receives its own count from each rank.
-    VectorArgs a{VectorKind::kReduceScatterv, sendbuff, recvbuff, counts, std::move(offsets),
-                 std::vector<size_t>(n, counts[me]), std::vector<size_t>(n, 0), datatype, c.effectiveOp(op, datatype)};
     submitAll(comm, c, stream, makeVectorCollective(c, std::move(a)));
   });
 }
