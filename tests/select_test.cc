@@ -75,6 +75,19 @@ TEST(HostAlgoRule, SingleCopyForLargeDataMovementWhereAllowed) {
   EXPECT_EQ(selectHostAlgo(call(Coll::kAllGather, 1 << 20), t, 2), HostAlgo::kStagedAllGather);
 }
 
+// A v-collective's block takes the single copy from CFX_CMA_MIN_BYTES, however large (there is no
+// cap: a 24 MiB block went 2-4x slower through the channel, tuning.h); Send from its own minimum.
+TEST(HostAlgoRule, VectorBlocksTakeTheSingleCopyFromTheMinimumUp) {
+  Tuning t;
+  t.cmaMinBytes = 16 << 10;
+  EXPECT_FALSE(t.collectiveSingleCopy(size_t{64} << 20));  // CMA off
+  t.cma = true;
+  EXPECT_FALSE(t.collectiveSingleCopy((16 << 10) - 1));
+  EXPECT_TRUE(t.collectiveSingleCopy(16 << 10));
+  EXPECT_TRUE(t.collectiveSingleCopy(size_t{1} << 20));
+  EXPECT_TRUE(t.collectiveSingleCopy(size_t{256} << 20));
+}
+
 // AllReduce and Reduce over single copies are offered from their own thresholds (the call then
 // decides at its first barrier whether every rank may take it: singleCopyReduceReady).
 TEST(HostAlgoRule, ReductionsOfferTheSingleCopyFromTheirThresholds) {

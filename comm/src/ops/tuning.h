@@ -78,13 +78,14 @@ struct Tuning {
   // 2-rank sendrecv_perf, channel against single copy: 8 KiB 2.18 against 2.16 us, 16 KiB 3.90
   // against 2.62, 1 MiB 158 against 63, 256 MiB 74 against 62 ms (perf/RESULTS.md, 2026-11-29, third).
   bool p2pSingleCopy(size_t bytes) const { return cma && p2pCmaMinBytes > 0 && bytes >= p2pCmaMinBytes; }
-  // The same for a block of a v-collective (vector_coll.h): from CFX_CMA_MIN_BYTES to
-  // kCmaMaxBlockBytes. AlltoAllv at 2 ranks (alltoallv_perf -z 1, blocks of a quarter to three
-  // quarters of the size, -n 10, CFX_CMA=0 and auto alternated three times, 2026-11-25): 512 KiB
-  // 18 us against 37-38 through the channel; 2 and 8 MiB even. With blocks of up to 16 MiB single
-  // copies, 32 MiB took 6.1-6.7 ms against 4.5-5.0.
-  static constexpr size_t kCmaMaxBlockBytes = 512 << 10;
-  bool collectiveSingleCopy(size_t bytes) const { return cma && bytes >= cmaMinBytes && bytes <= kCmaMaxBlockBytes; }
+  // The same for a block of a v-collective (vector_coll.h): from CFX_CMA_MIN_BYTES, of any size, as
+  // Open MPI's vader takes its single copy. Blocks above 512 KiB went through the channel until
+  // 2026-11-29 (fourth): AlltoAllv at 2 ranks (alltoallv_perf, blocks of half to one and a half
+  // times size/2, -n 20-50, five interleaved rounds, median us), channel above 512 KiB against
+  // single copies: 1 MiB 143-160 against 90-122 (Open MPI 68-90), 2 MiB 287-301 against 226-239,
+  // 8 MiB 1014-1033 against 985-988, 32 MiB 10895 against 5233 (Open MPI 5143), 64 MiB 58065 against
+  // 14674 (13843). A cap at 2 MiB, which split 4 MiB's blocks between the two paths, took 692 us.
+  bool collectiveSingleCopy(size_t bytes) const { return cma && bytes >= cmaMinBytes; }
   // Whether a collective of `bytes` (its larger buffer) that has a zero-copy path may run on
   // registered buffers: it then publishes them and agrees on the path first.
   bool mayRegister(size_t bytes) const { return registered && forced == Algo::kAuto && bytes >= registeredMinBytes; }
