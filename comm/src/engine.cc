@@ -1,6 +1,9 @@
 #include "engine.h"
 
+#include <sched.h>
+
 #include <algorithm>
+#include <chrono>
 #include <typeinfo>
 
 #include "common/log.h"
@@ -247,9 +250,22 @@ void Engine::enqueue(Batch batch, std::shared_ptr<Completion> done) {
   notifyLocked();
 }
 
+bool Engine::claimWhenIdle() {
+  using Clock = std::chrono::steady_clock;
+  const auto until = Clock::now() + kCatchUp;
+  do {
+    sched_yield();
+    if (claimFast()) return true;
+  } while (Clock::now() < until);
+  return false;
+}
+
 void Engine::enqueue(std::span<std::unique_ptr<Op>> ops, Stream* stream) {
   flight::dumpIfRequested();
-  if (!claimFast()) {  // busy, queued work, a failure or a waiter: the queue's path
+  // Busy, queued work, a failure or a waiter: the queue's path (a latency-path call first waits a
+  // little for the progress thread to finish: kCatchUp).
+  const bool small = std::all_of(ops.begin(), ops.end(), [](const auto& op) { return op->runsAhead() || op->quickKey() >= 0; });
+  if (!claimFast() && !(small && claimWhenIdle())) {
     enqueue(Batch{takeOps(ops), {stream}}, nullptr);
     return;
   }
