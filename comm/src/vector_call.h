@@ -9,7 +9,6 @@
 
 #include "common/arith.h"
 #include "context.h"
-#include "ops/mailbox_op.h"
 #include "shm_layout.h"
 #include "vector_coll.h"
 

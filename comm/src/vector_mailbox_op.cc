@@ -18,6 +18,7 @@
 #include <string>
 
 #include "common/error.h"
+#include "ops/mailbox_op.h"
 #include "reduce/kernels.h"
 #include "vector_call.h"
 
