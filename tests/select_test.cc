@@ -86,6 +86,12 @@ TEST(HostAlgoRule, VectorBlocksTakeTheSingleCopyFromTheMinimumUp) {
   EXPECT_TRUE(t.collectiveSingleCopy(16 << 10));
   EXPECT_TRUE(t.collectiveSingleCopy(size_t{1} << 20));
   EXPECT_TRUE(t.collectiveSingleCopy(size_t{256} << 20));
+  // Ranks sharing cores: CMA is off, but blocks from 128 KiB still take it.
+  Tuning shared;
+  shared.sharedCoresBlockBytes = Tuning::kSharedCoresBlockMinDefault;
+  EXPECT_FALSE(shared.collectiveSingleCopy(64 << 10));
+  EXPECT_TRUE(shared.collectiveSingleCopy(128 << 10));
+  EXPECT_FALSE(shared.p2pSingleCopy(size_t{1} << 20));  // Send keeps the channel there
 }
 
 // AllReduce and Reduce over single copies are offered from their own thresholds (the call then

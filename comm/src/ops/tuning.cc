@@ -55,6 +55,7 @@ Tuning Tuning::fromEnv(bool ownCpus) {
   // auto: where the host allows it and every local rank has a CPU (oversubscribed ranks lose
   // more to the unpipelined copy than they save).
   t.cma = cma == "1" || (cma == "auto" && shm::cmaAvailable() && ownCpus);
+  if (cma == "auto" && shm::cmaAvailable() && !ownCpus) t.sharedCoresBlockBytes = Tuning::kSharedCoresBlockMinDefault;
   int64_t cmaMin = env::getInt("CFX_CMA_MIN_BYTES");
   if (cmaMin < 0) throw Error(Status::kInvalidArgument, "CFX_CMA_MIN_BYTES must be >= 0");
   t.cmaMinBytes = static_cast<size_t>(cmaMin);

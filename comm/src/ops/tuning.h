@@ -85,7 +85,16 @@ struct Tuning {
   // single copies: 1 MiB 143-160 against 90-122 (Open MPI 68-90), 2 MiB 287-301 against 226-239,
   // 8 MiB 1014-1033 against 985-988, 32 MiB 10895 against 5233 (Open MPI 5143), 64 MiB 58065 against
   // 14674 (13843). A cap at 2 MiB, which split 4 MiB's blocks between the two paths, took 692 us.
-  bool collectiveSingleCopy(size_t bytes) const { return cma && bytes >= cmaMinBytes; }
+  // With ranks sharing cores (CFX_CMA=auto turns single copies off there), blocks from
+  // sharedCoresBlockBytes still take them (0: never). 4-rank AlltoAllv on 2 CPUs (alltoallv_perf
+  // -n 20, seven rounds, median us), channel against single copies from 128 KiB blocks: 512 KiB
+  // 165 against 144, 2 MiB 847 against 639, 16 MiB 7367 against 6691 (Open MPI 140, 648, 7288);
+  // from 256 KiB blocks: 160, 657, 7140 (perf/RESULTS.md, 2026-11-29, sixth).
+  bool collectiveSingleCopy(size_t bytes) const {
+    return (cma && bytes >= cmaMinBytes) || (sharedCoresBlockBytes > 0 && bytes >= sharedCoresBlockBytes);
+  }
+  size_t sharedCoresBlockBytes = 0;
+  static constexpr size_t kSharedCoresBlockMinDefault = 128 << 10;
   // Whether a collective of `bytes` (its larger buffer) that has a zero-copy path may run on
   // registered buffers: it then publishes them and agrees on the path first.
   bool mayRegister(size_t bytes) const { return registered && forced == Algo::kAuto && bytes >= registeredMinBytes; }
