@@ -47,6 +47,7 @@ class MailboxCheckOp final : public Op {
   void waitingOn(const Context& ctx, std::vector<int>& ranks) const override;
 
  private:
+  // This rank's line into its mailbox: header, counts, the blocks the line carries.
   void publish(Mailbox& box) const;
   void consume(const Context& ctx) const;
   const std::byte* blockFrom(const Context& ctx, int r) const {
@@ -66,22 +67,8 @@ class MailboxCheckOp final : public Op {
 bool MailboxCheckOp::progress(Context& ctx) {
   if (done_) return false;
   const int n = ctx.size(), me = ctx.rank();
-  bool moved = false;
-  if (seq_ == 0) {
-    seq_ = ctx.nextOpSeq();
-    call_.seq = seq_;
-    moved = true;
-  }
-  if (!published_) {
-    Mailbox& mine = ctx.mailbox(me, seq_);
-    if (!ctx.allFinished(mine.seq.load(std::memory_order_relaxed))) return moved;  // still read
-    publish(mine);
-    mine.call = call_;
-    mine.seq.store(seq_, std::memory_order_release);
-    published_ = true;
-    moved = true;
-    ctx.oweRing();
-  }
+  bool moved = publishInMailbox(ctx, seq_, call_, published_, [&](Mailbox& mine) { publish(mine); });
+  if (!published_) return moved;
   if (!checked_) {
     for (; next_ < n; ++next_) {
       if (next_ == me) continue;

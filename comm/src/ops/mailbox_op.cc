@@ -60,23 +60,11 @@ bool MailboxOp::progress(Context& ctx) {
     return true;
   }
   const int n = ctx.size(), me = ctx.rank();
-  bool moved = false;
-  if (seq_ == 0) {
-    seq_ = ctx.nextOpSeq();
-    call_.seq = seq_;
-    moved = true;
-  }
-  if (!published_) {
-    Mailbox& mine = ctx.mailbox(me, seq_);
-    if (!ctx.allFinished(mine.seq.load(std::memory_order_relaxed))) return moved;  // still read
+  bool moved = publishInMailbox(ctx, seq_, call_, published_, [&](Mailbox& mine) {
     // Broadcast: only the root has input; the others publish just their call.
     if (a_.coll != Coll::kBroadcast || me == a_.root) std::memcpy(mine.data, a_.send, bytes_);
-    mine.call = call_;
-    mine.seq.store(seq_, std::memory_order_release);
-    published_ = true;
-    moved = true;
-    ctx.oweRing();
-  }
+  });
+  if (!published_) return moved;
   if (!ready_) {
     for (; next_ < n; ++next_) {
       if (!reads(me, next_)) continue;

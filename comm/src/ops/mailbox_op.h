@@ -15,6 +15,31 @@ inline constexpr int kMaxDirectRanks = 64;
 // Whether a call can take the mailbox path.
 bool fitsMailbox(const CollArgs& a, int nranks);
 
+// The first steps of an operation on the mailboxes (MailboxOp; the v-collectives' check,
+// vector_mailbox_op.cc): number it on its first progress (`seq`, `call.seq`); then, once every rank
+// has finished the operation this rank's mailbox last held (nobody reads it any more), let `fill`
+// write the data, store the call and publish both with one release store of the sequence number
+// (`published`). The peers are rung by the flushRing() that ends the call or starts its wait.
+// Returns whether anything moved.
+template <class Fill>
+bool publishInMailbox(Context& ctx, uint64_t& seq, OpDescriptor& call, bool& published, Fill&& fill) {
+  bool moved = false;
+  if (seq == 0) {
+    seq = ctx.nextOpSeq();
+    call.seq = seq;
+    moved = true;
+  }
+  if (published) return moved;
+  Mailbox& mine = ctx.mailbox(ctx.rank(), seq);
+  if (!ctx.allFinished(mine.seq.load(std::memory_order_relaxed))) return moved;  // still read
+  fill(mine);
+  mine.call = call;
+  mine.seq.store(seq, std::memory_order_release);
+  published = true;
+  ctx.oweRing();
+  return true;
+}
+
 // One call on the mailbox path. A value, so that the API can run it without a heap block
 // (Engine::runQuick); copied to the heap when it must wait or be confirmed later.
 class MailboxOp final : public Op {
