@@ -11,7 +11,8 @@
 // A rank reads every rank's line where it lies, runs checkLines on them (every rank the same
 // verdict), then copies its own block and the blocks the lines carry for it into its output, or,
 // for ReduceScatterv, reduces them there in rank order. Only then does it finish the operation, and
-// the Send/Recv of the blocks too large for a line (made with the call, vector_coll.cc) start.
+// the Recvs of the blocks too large for a line start (made with the call, vector_coll.cc; their
+// Sends started with the check).
 // Where a 2-rank AlltoAllv of 8 B blocks gathered fixed lines of 320 B and made a Send and a Recv
 // per peer that never ran, it now moves a cache line or two per peer and makes no Send/Recv.
 #include <cstring>
