@@ -182,10 +182,10 @@ class Engine {
   // Op::quickKey) that finds the progress thread running earlier work waits up to kCatchUp,
   // yielding, for it to finish, then runs here (claimWhenIdle). Otherwise, once one call has been
   // handed over, the caller queues every later call faster than the progress thread (which shares
-  // the cores with it) runs them, and a run of small calls never comes back to this thread: 2-rank Reduce of 64 B
-  // on a stream took 0.25 us per call over 5000 calls and 0.70-1.04 us over 3 million. Larger
-  // calls do not wait: they gain nothing, and the yields took cores from the progress threads
-  // (2-rank AllReduce of 1-16 MiB, 5-13% slower).
+  // the cores with it) runs them, and a run of small calls never comes back to this thread:
+  // 2-rank Reduce of 64 B on a stream took 0.25 us per call over 5000 calls and 0.70-1.04 us over
+  // 3 million. Larger calls do not wait: they gain nothing, and the yields took cores from the
+  // progress threads (2-rank AllReduce of 1-16 MiB, 5-13% slower).
   static constexpr std::chrono::microseconds kCatchUp{50};
   bool claimWhenIdle();
   std::deque<Item> queue_;
