@@ -50,10 +50,12 @@ bool executeBatch(Context& ctx, std::span<const std::unique_ptr<Op>> ops, const 
 // The usual group of small sends and receives (a SendRecv, a halo exchange) without the batch
 // machinery: at most kQuickOps operations, each quick (Op::quickKey) and on a different (peer,
 // direction), with nothing aborted or poisoned, polled until all are done, for at most a quarter
-// of a wait's spin. Returns false otherwise, every operation's state kept for the full run (which
-// then checks, spins, yields and sleeps as always). Throws what progress throws. The caller
-// confirms first that no earlier call awaits its confirmation (executeBatch's `pending`).
+// of a wait's spin, or, where ranks share cores (no spin), kQuickYields yields of the core.
+// Returns false otherwise, every operation's state kept for the full run (which then checks,
+// spins, yields and sleeps as always). Throws what progress throws. The caller confirms first
+// that no earlier call awaits its confirmation (executeBatch's `pending`).
 inline constexpr size_t kQuickOps = 8;
+inline constexpr int kQuickYields = 4;
 bool runQuick(Context& ctx, std::span<Op* const> ops);
 
 // The latency path's usual call, without the batch machinery: one collective that may run ahead
