@@ -91,7 +91,17 @@ TEST(HostAlgoRule, VectorBlocksTakeTheSingleCopyFromTheMinimumUp) {
   shared.sharedCoresBlockBytes = Tuning::kSharedCoresBlockMinDefault;
   EXPECT_FALSE(shared.collectiveSingleCopy(64 << 10));
   EXPECT_TRUE(shared.collectiveSingleCopy(128 << 10));
-  EXPECT_FALSE(shared.p2pSingleCopy(size_t{1} << 20));  // Send keeps the channel there
+}
+
+// Where ranks share cores, Sends take the single copy from 64 KiB (CMA itself is off there).
+TEST(HostAlgoRule, SendsWhereRanksShareCoresTakeTheSingleCopyFrom64KiB) {
+  Tuning shared;
+  EXPECT_FALSE(shared.p2pSingleCopy(size_t{1} << 20));  // nothing set: the channel
+  shared.sharedCoresSendBytes = Tuning::kSharedCoresSendMinDefault;
+  EXPECT_FALSE(shared.p2pSingleCopy(32 << 10));
+  EXPECT_FALSE(shared.p2pSingleCopy((64 << 10) - 1));
+  EXPECT_TRUE(shared.p2pSingleCopy(64 << 10));
+  EXPECT_TRUE(shared.p2pSingleCopy(size_t{256} << 20));
 }
 
 // AllReduce and Reduce over single copies are offered from their own thresholds (the call then

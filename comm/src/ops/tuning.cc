@@ -55,7 +55,10 @@ Tuning Tuning::fromEnv(bool ownCpus) {
   // auto: where the host allows it and every local rank has a CPU (oversubscribed ranks lose
   // more to the unpipelined copy than they save).
   t.cma = cma == "1" || (cma == "auto" && shm::cmaAvailable() && ownCpus);
-  if (cma == "auto" && shm::cmaAvailable() && !ownCpus) t.sharedCoresBlockBytes = Tuning::kSharedCoresBlockMinDefault;
+  if (cma == "auto" && shm::cmaAvailable() && !ownCpus) {
+    t.sharedCoresBlockBytes = Tuning::kSharedCoresBlockMinDefault;
+    t.sharedCoresSendBytes = Tuning::kSharedCoresSendMinDefault;
+  }
   int64_t cmaMin = env::getInt("CFX_CMA_MIN_BYTES");
   if (cmaMin < 0) throw Error(Status::kInvalidArgument, "CFX_CMA_MIN_BYTES must be >= 0");
   t.cmaMinBytes = static_cast<size_t>(cmaMin);
@@ -91,6 +94,12 @@ Algo Tuning::choose(size_t bytes, bool rootOnly) const {
   return bytes <= (rootOnly ? kReduceDirectMaxDefault : kDirectMaxDefault) ? Algo::kDirect : Algo::kRsag;
 }
 
+std::string Tuning::sharedCoresDescription() const {
+  if (sharedCoresBlockBytes == 0 && sharedCoresSendBytes == 0) return "";
+  return ", but where ranks share cores v-collective blocks from " + std::to_string(sharedCoresBlockBytes) +
+         " bytes and Send/Recv from " + std::to_string(sharedCoresSendBytes) + " bytes";
+}
+
 std::string Tuning::describe() const {
   if (forced != Algo::kAuto) return std::string("algorithm forced to ") + algoName(forced) + " (CFX_ALGO)";
   if (directMaxBytes > 0) {
@@ -103,7 +112,7 @@ std::string Tuning::describe() const {
                     std::to_string(cmaAllReduceMinBytes) + " bytes, Reduce from " + std::to_string(cmaReduceMinBytes) +
                     " bytes (out of place up to " + std::to_string(kCmaMaxOutOfPlaceReduceBytes) + "), Send/Recv " +
                     (p2pCmaMinBytes > 0 ? "from " + std::to_string(p2pCmaMinBytes) + " bytes" : std::string("never"))
-              : std::string("off (CFX_CMA)"));
+              : std::string("off (CFX_CMA)") + sharedCoresDescription());
 }
 
 }  // namespace conflux

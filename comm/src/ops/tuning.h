@@ -77,7 +77,19 @@ struct Tuning {
   // below the two-copy channel (an AMD EPYC VM, perf/RESULTS.md 2026-11-23); on the Intel Xeon VM,
   // 2-rank sendrecv_perf, channel against single copy: 8 KiB 2.18 against 2.16 us, 16 KiB 3.90
   // against 2.62, 1 MiB 158 against 63, 256 MiB 74 against 62 ms (perf/RESULTS.md, 2026-11-29, third).
-  bool p2pSingleCopy(size_t bytes) const { return cma && p2pCmaMinBytes > 0 && bytes >= p2pCmaMinBytes; }
+  // With ranks sharing cores (single copies off under CFX_CMA=auto), Sends from
+  // sharedCoresSendBytes still take them (0: never): the channel's 4 slots then fill, and each
+  // refill waits for the receiver's turn on a core. 4-rank sendrecv_perf on 2 CPUs (-n 2000, five
+  // rounds, median us), channel against single copy, two runs: 16 KiB 4.89 / 4.83 against
+  // 5.84 / 4.87, 32 KiB 8.00 / 7.97 against 7.01 / 8.88 (no clear winner), 64 KiB 15.3 against
+  // 10.7 / 11.2, 256 KiB 60.1 against 24.2 / 25.0, 1 MiB 263 against 219 / 210 (Open MPI 11.1-12.0,
+  // 26.7-28.1, 214-223; perf/RESULTS.md, 2026-11-29, seventh).
+  bool p2pSingleCopy(size_t bytes) const {
+    return (cma && p2pCmaMinBytes > 0 && bytes >= p2pCmaMinBytes) ||
+           (sharedCoresSendBytes > 0 && bytes >= sharedCoresSendBytes);
+  }
+  size_t sharedCoresSendBytes = 0;
+  static constexpr size_t kSharedCoresSendMinDefault = 64 << 10;
   // The same for a block of a v-collective (vector_coll.h): from CFX_CMA_MIN_BYTES, of any size, as
   // Open MPI's vader takes its single copy. Blocks above 512 KiB went through the channel until
   // 2026-11-29 (fourth): AlltoAllv at 2 ranks (alltoallv_perf, blocks of half to one and a half
@@ -103,6 +115,10 @@ struct Tuning {
   Algo choose(size_t bytes, bool rootOnly = false) const;
   // The rules in words, for the init log line.
   std::string describe() const;
+
+ private:
+  // The single copies taken where ranks share cores, in words ("" if none).
+  std::string sharedCoresDescription() const;
 };
 
 const char* algoName(Algo a);
