@@ -60,8 +60,9 @@ class AllGatherOp : public PhasedCollective {
   }
 };
 
-// AlltoAll: like ReduceScatter's staging (range p of every outgoing block), then each rank copies
-// its own block out of every rank's slot half.
+// AlltoAll: like ReduceScatter's staging (range p of every outgoing block but the rank's own), then
+// each rank copies its block out of every peer's slot half, and its own block from its input
+// (4-rank alltoall_perf on 2 CPUs, 1-16 MiB: 8-18% less time, perf/RESULTS.md 2026-11-29 (seventh)).
 class AlltoAllOp : public PhasedCollective {
  public:
   using PhasedCollective::PhasedCollective;
@@ -74,16 +75,23 @@ class AlltoAllOp : public PhasedCollective {
     auto* recv = static_cast<std::byte*>(a_.recv);
     const int n = ctx.size();
     size_t k;
+    const int me = ctx.rank();
     if (stage(phase, 0, k)) {
-      std::byte* slot = ctx.slotHalf(ctx.rank(), chunkId(k));
+      std::byte* slot = ctx.slotHalf(me, chunkId(k));
       const size_t l = chunkLen(k);
-      for (int b = 0; b < n; ++b) std::memcpy(slot + bytes(b * l), send + bytes(b * a_.count) + chunkOffset(k), bytes(l));
+      for (int b = 0; b < n; ++b) {
+        if (b != me) std::memcpy(slot + bytes(b * l), send + bytes(b * a_.count) + chunkOffset(k), bytes(l));
+      }
     }
     if (stage(phase, 1, k)) {
       const size_t l = chunkLen(k);
       for (int r = 0; r < n; ++r) {
-        std::memcpy(recv + bytes(r * a_.count) + chunkOffset(k), ctx.slotHalf(r, chunkId(k)) + bytes(ctx.rank() * l),
-                    bytes(l));
+        // This rank's own block goes straight from its input (after the first barrier, as every
+        // output write): staging it would copy it twice. In place it is already there.
+        if (r == me && send == recv) continue;
+        const std::byte* from = r == me ? send + bytes(me * a_.count) + chunkOffset(k)
+                                        : ctx.slotHalf(r, chunkId(k)) + bytes(me * l);
+        std::memcpy(recv + bytes(r * a_.count) + chunkOffset(k), from, bytes(l));
       }
     }
   }
