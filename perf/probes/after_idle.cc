@@ -1,0 +1,66 @@
+// Calls right after every rank was idle: each rank sleeps `idle_ms`, then makes `iters` AllGathers
+// of `bytes` per rank, timing each. Rank 0 prints the mean by bucket of iters/20 calls, and every
+// rank prints the CPU it ran on every 25 calls of the first 1000 (sched_getcpu), so a run shows
+// whether ranks that slept came back onto one CPU and for how many calls (perf/RESULTS.md,
+// 2026-11-29 (seventh)).
+//
+//   build/tools/cfxrun -n 2 build/perf/after_idle [bytes] [iters] [idle_ms]
+#include <sched.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "conflux/conflux.h"
+
+namespace {
+
+void check(cfxResult_t r, const char* what, cfxComm_t comm) {
+  if (r == cfxSuccess) return;
+  std::fprintf(stderr, "%s: %s: %s\n", what, cfxGetErrorString(r), cfxGetLastError(comm));
+  std::exit(1);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const size_t bytes = argc > 1 ? std::strtoull(argv[1], nullptr, 10) : 64;
+  const int iters = std::max(20, argc > 2 ? std::atoi(argv[2]) : 40000);
+  const int idleMs = argc > 3 ? std::atoi(argv[3]) : 200;
+  cfxComm_t comm = nullptr;
+  check(cfxCommInitFromEnv(&comm), "cfxCommInitFromEnv", nullptr);
+  int rank = 0, n = 1;
+  check(cfxCommUserRank(comm, &rank), "cfxCommUserRank", comm);
+  check(cfxCommCount(comm, &n), "cfxCommCount", comm);
+  const size_t count = std::max<size_t>(1, bytes / sizeof(float));
+  std::vector<float> in(count, 1.0f), out(count * n);
+  // One call to be sure every rank is up, then the idle time on every rank.
+  check(cfxAllGather(in.data(), out.data(), count, cfxFloat32, comm, nullptr), "cfxAllGather", comm);
+  if (idleMs > 0) usleep(static_cast<useconds_t>(idleMs) * 1000);
+  std::vector<double> us(iters);
+  std::vector<int> cpu(iters);
+  for (int i = 0; i < iters; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    check(cfxAllGather(in.data(), out.data(), count, cfxFloat32, comm, nullptr), "cfxAllGather", comm);
+    us[i] = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+    cpu[i] = sched_getcpu();
+  }
+  std::string cpus = "rank " + std::to_string(rank) + " CPU every 25 calls:";
+  for (int i = 0; i < std::min(iters, 1000); i += 25) cpus += " " + std::to_string(cpu[i]);
+  std::printf("%s\n", cpus.c_str());
+  std::fflush(stdout);
+  if (rank == 0) {
+    const int bucket = iters / 20;
+    for (int b = 0; b + bucket <= iters; b += bucket) {
+      double sum = 0;
+      for (int i = b; i < b + bucket; ++i) sum += us[i];
+      std::printf("calls %6d-%6d: mean %.2f us\n", b, b + bucket - 1, sum / bucket);
+    }
+  }
+  check(cfxCommDestroy(comm), "cfxCommDestroy", nullptr);
+  return 0;
+}
