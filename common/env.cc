@@ -47,7 +47,7 @@ const std::vector<Variable>& registry() {
       {"CFX_SOCKET_IFNAME", nullptr, "Interfaces for TCP, NCCL's syntax: prefixes (eth,ib), ^ to exclude, = for an exact name. Default: any but lo, docker*, veth*."},
       {"CFX_TOPO_FILE", nullptr, "An hwloc XML file to use as this host's topology instead of discovering it (NCCL_TOPO_FILE)."},
       {"CFX_TOPO_DUMP_FILE", nullptr, "Write the topology found (hwloc XML, with NIC kinds and speeds) to this file."},
-      {"CFX_BIND", "auto", "Bind each rank's thread: none, numa (its NUMA node's CPUs) or core (cores of its node, split between its ranks); auto: numa when the host has more than one NUMA node, else none."},
+      {"CFX_BIND", "auto", "Bind each rank's thread: none, numa (its NUMA node's CPUs) or core (cores of its node, split between its ranks); auto: numa when the host has more than one NUMA node; on one node, core when every local rank can have a core and the process may use every online CPU, else none."},
       {"CFX_IB_HCA", nullptr, "RDMA devices ranks may use, NCCL's syntax: prefixes (mlx5), ^ to exclude, = for exact names, :port ignored."},
       {"CFX_HOST_ID", nullptr, "Overrides the host identity (hostname, boot id and network namespace)."},
       {"CFX_CUDA_SLOTS", "4", "Staged GPU path: pinned staging slots per communicator, the depth of its copy-in / reduce / copy-out pipeline (at least 2)."},

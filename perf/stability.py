@@ -65,7 +65,7 @@ def main():
     ap.add_argument("--ranks", type=int, default=2)
     ap.add_argument("--runs", type=int, default=20)
     ap.add_argument("--iters", type=int, default=5)
-    ap.add_argument("--binds", default="none,core", help="CFX_BIND values to run, 'none' for unset")
+    ap.add_argument("--binds", default="none,core", help="CFX_BIND values to run ('auto': unset)")
     ap.add_argument("--probe", action="store_true", help="a memcpy probe before every job")
     a = ap.parse_args()
     print(f"# perf/stability.py {' '.join(sys.argv[1:])}")
@@ -76,7 +76,7 @@ def main():
             for _ in range(a.runs):
                 if a.probe:
                     probes.append(memcpy_now(a.build, a.ranks))
-                vals.append(busbw(a.build, a.ranks, coll, a.size, a.iters, "" if bind == "none" else bind))
+                vals.append(busbw(a.build, a.ranks, coll, a.size, a.iters, "" if bind == "auto" else bind))
             med = statistics.median(vals)
             print(f"{coll} {a.size} {a.ranks} ranks CFX_BIND={bind}: median {med:.2f} GB/s busbw, slowest {min(vals):.2f}, "
                   f"fastest {max(vals):.2f}, slowest/median {min(vals) / med:.2f}; runs: "

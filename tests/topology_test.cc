@@ -183,16 +183,25 @@ TEST_F(TopologyPlan, SingleSocketIsFlat) {
   ASSERT_EQ(t.nics.size(), 1u);
   EXPECT_EQ(t.nics[0].kind, NicKind::kEth);
   EXPECT_FALSE(t.nics[0].gbps.has_value());
+  ASSERT_EQ(t.numa[0].cores.size(), 2u);
+  PlanOptions narrowed = defaults();
+  narrowed.cpusNarrowed = true;  // a launcher or taskset bound the process
   for (int n = 1; n <= 8; ++n) {
-    Plan p = makePlan(t, n, defaults());
-    EXPECT_EQ(p.bind, Bind::kNone);
-    EXPECT_EQ(p.reduction, Reduction::kFlat);
-    EXPECT_FALSE(p.placeMemory);
-    for (const auto& r : p.ranks) {
-      EXPECT_TRUE(r.cpus.empty());
-      EXPECT_EQ(r.numa, 0);
-      EXPECT_EQ(r.gpu, -1);
-      EXPECT_EQ(t.nics[r.nic].name, "eth0");
+    for (const PlanOptions& o : {defaults(), narrowed}) {
+      Plan p = makePlan(t, n, o);
+      // auto: a core of its own for each rank while there are enough, unless the process's CPUs
+      // were narrowed; more ranks than cores share them unbound.
+      const bool core = n <= 2 && !o.cpusNarrowed;
+      EXPECT_EQ(p.bind, core ? Bind::kCore : Bind::kNone) << n << " ranks";
+      EXPECT_EQ(p.reduction, Reduction::kFlat);
+      EXPECT_FALSE(p.placeMemory);
+      for (const auto& r : p.ranks) {
+        const std::vector<int> want = !core ? std::vector<int>{} : n == 1 ? t.numa[0].cpus : t.numa[0].cores[r.localRank];
+        EXPECT_EQ(r.cpus, want) << n << " ranks, local rank " << r.localRank;
+        EXPECT_EQ(r.numa, 0);
+        EXPECT_EQ(r.gpu, -1);
+        EXPECT_EQ(t.nics[r.nic].name, "eth0");
+      }
     }
   }
 }

@@ -4,8 +4,11 @@
 #include <map>
 #include <tuple>
 
+#include <unistd.h>
+
 #include "common/env.h"
 #include "common/error.h"
+#include "topology/cpus.h"
 
 namespace conflux::topology {
 
@@ -31,6 +34,8 @@ PlanOptions PlanOptions::fromEnv() {
   } else if (!bind.empty() && bind != "auto") {
     throw Error(Status::kInvalidArgument, "CFX_BIND='" + bind + "': expected none, numa or core");
   }
+  const long online = sysconf(_SC_NPROCESSORS_ONLN);
+  o.cpusNarrowed = online > 0 && usableCpus().size() < static_cast<size_t>(online);
   o.ibHca = NameFilter::parse(env::getString("CFX_IB_HCA"));
   o.socketIfname = NameFilter::parse(env::getString("CFX_SOCKET_IFNAME"));
   o.rdma = env::getString("CFX_NET") != "tcp";
@@ -85,6 +90,16 @@ void assignCpus(const Topology& t, Plan& p) {
       std::sort(r.cpus.begin(), r.cpus.end());
     }
   }
+}
+
+// CFX_BIND=auto on a host with one NUMA node with CPUs: a core (or more) for each rank when there
+// are enough and the process's CPUs are the host's, else none.
+Bind autoBindOneNode(const Topology& t, int localRanks, const PlanOptions& o) {
+  if (o.cpusNarrowed) return Bind::kNone;
+  for (const auto& n : t.numa) {
+    if (!n.cpus.empty()) return static_cast<int>(n.cores.size()) >= localRanks ? Bind::kCore : Bind::kNone;
+  }
+  return Bind::kNone;
 }
 
 bool defaultIfaceAllowed(const std::string& name) {
@@ -157,7 +172,7 @@ Plan makePlan(const Topology& topo, int localRanks, const PlanOptions& opts) {
   p.localRanks = localRanks;
   const size_t nodes = cpuNodes(topo).size();
   if (nodes == 0) throw Error(Status::kInvalidArgument, "topology " + topo.source + " has no NUMA node with CPUs");
-  p.bind = opts.bind.value_or(nodes > 1 ? Bind::kNuma : Bind::kNone);
+  p.bind = opts.bind.value_or(nodes > 1 ? Bind::kNuma : autoBindOneNode(topo, localRanks, opts));
   p.placeMemory = !topo.flat && topo.numa.size() > 1;
   p.ranks.resize(localRanks);
   for (int i = 0; i < localRanks; ++i) p.ranks[i].localRank = i;

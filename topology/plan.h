@@ -1,9 +1,14 @@
 // The plan: what the topology means for the local ranks of one communicator on one host.
 //
-//  - Binding (CFX_BIND=none|numa|core; default numa when the host has more than one NUMA node
-//    with CPUs, else none). A rank with a GPU (local rank i takes the i-th GPU by PCI bus id)
-//    lives on its GPU's node; the other ranks are spread over the nodes in contiguous blocks.
-//    numa: all the node's CPUs; core: the node's physical cores split evenly between its ranks.
+//  - Binding (CFX_BIND=none|numa|core; auto: numa when the host has more than one NUMA node
+//    with CPUs; on one node, core when every local rank can have a core of its own and nobody
+//    narrowed the process's CPUs (a launcher's binding is kept), else none). A rank with a GPU
+//    (local rank i takes the i-th GPU by PCI bus id) lives on its GPU's node; the other ranks are
+//    spread over the nodes in contiguous blocks. numa: all the node's CPUs; core: the node's
+//    physical cores split evenly between its ranks. Unbound ranks that all slept (the
+//    application's pause) can come back onto one CPU and stay there until the kernel moves one:
+//    2-rank AllGathers of 64 B after a 200 ms pause averaged 14-23 us over their first 2,000
+//    calls, 0.7 bound (perf/probes/after_idle.cc; perf/RESULTS.md, 2026-11-29 (seventh)).
 //  - Memory: each rank's staging slot on its own node; with a two-level reduction, each domain's
 //    partial sums on that domain's node and the cross-domain staging buffer on the node of the
 //    NICs the ranks use (hfreduce's placement), or of local rank 0 without NICs.
@@ -31,7 +36,10 @@ enum class Reduction { kFlat, kTwoLevel };
 const char* reductionName(Reduction r);  // "flat", "two-level"
 
 struct PlanOptions {
-  std::optional<Bind> bind;  // unset: numa on multi-node hosts, else none
+  std::optional<Bind> bind;  // unset: auto (above)
+  // The process may use fewer CPUs than the host has online (a launcher, taskset or a cpuset bound
+  // it): auto then binds no one on a one-node host.
+  bool cpusNarrowed = false;
   NameFilter ibHca;          // CFX_IB_HCA
   NameFilter socketIfname;   // CFX_SOCKET_IFNAME
   bool rdma = true;          // false with CFX_NET=tcp
