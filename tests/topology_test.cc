@@ -369,5 +369,40 @@ TEST(TopologyPlacement, SegmentPagesOnTheNode) {
   EXPECT_EQ(nodeOfPage(seg.data() + 4096), 0);
 }
 
+// Rss (bytes) of this process's mapping that starts at `base`, from /proc/self/smaps; -1 if absent.
+long mappedBytes(const void* base) {
+  std::ifstream smaps("/proc/self/smaps");
+  std::string line;
+  bool in = false;
+  while (std::getline(smaps, line)) {
+    const std::string first = line.substr(0, line.find(' '));
+    if (!first.empty() && first.back() != ':') {  // a mapping's header: "start-end perms ..."
+      in = std::strtoull(first.c_str(), nullptr, 16) == reinterpret_cast<uintptr_t>(base);
+    } else if (in && first == "Rss:") {
+      return std::atol(line.c_str() + 4) * 1024;
+    }
+  }
+  return -1;
+}
+
+// A segment's pages map into a process at once when asked (the communicator's control blocks, so
+// its first calls take no page faults), and keep what another process wrote into them.
+TEST(SharedSegment, PrefaultMapsThePagesAndKeepsTheirContents) {
+  const std::string name = "cfx-prefault-test-" + std::to_string(getpid());
+  auto writer = shm::Segment::create(name, 1 << 20);
+  auto reader = shm::Segment::open(name);  // a second mapping: none of its pages mapped yet
+  writer.unlink();
+  writer.data()[5 * 4096 + 7] = std::byte{42};
+  const long before = mappedBytes(reader.data());
+  ASSERT_GE(before, 0) << "no mapping at the reader's address in /proc/self/smaps";
+  ASSERT_LT(before, 64 << 10);
+  if (!reader.prefault(4096, (1 << 20) - 4096)) GTEST_SKIP() << "MADV_POPULATE_WRITE unsupported (Linux < 5.14)";
+  EXPECT_GE(mappedBytes(reader.data()), (1 << 20) - 4096);
+  EXPECT_EQ(reader.data()[5 * 4096 + 7], std::byte{42});
+  EXPECT_EQ(reader.data()[5 * 4096 + 8], std::byte{0});
+  EXPECT_TRUE(reader.prefault(0, 0));            // nothing to do
+  EXPECT_TRUE(reader.prefault(1 << 19, 1 << 30));  // clipped to the segment
+}
+
 }  // namespace
 }  // namespace conflux::topology

@@ -53,6 +53,12 @@ Context::Context(shm::Segment segment, int rank, std::vector<pid_t> pids, WaitSe
       registered_(controls_, rank_, pids_),
       health_(header(), controls_, rank_, pids_, commRanks_, wait_) {
   if (static_cast<int>(layout_.nranks) != size_) throw Error(Status::kInternalError, "segment rank count mismatch");
+  // Every call takes the next of each rank's kMailboxSlots mailboxes, so for its first 64 calls a
+  // communicator met a page never touched by this process every few calls, and every rank waited
+  // out that page fault (about 30 us on the Intel Xeon VM: 2-rank AllGathers of 64 KiB, 5 us each,
+  // took 30 us every four to six calls until the 60th). Mapping the control blocks now costs about
+  // 65 us at 2 ranks (perf/RESULTS.md, 2026-11-29 (seventh)).
+  segment_.prefault(layout_.controlOffset(), layout_.slotsOffset() - layout_.controlOffset());
   channels_.reserve(static_cast<size_t>(size_) * size_);
   for (int s = 0; s < size_; ++s) {
     for (int d = 0; d < size_; ++d) {

@@ -6,6 +6,7 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <utility>
 
@@ -40,6 +41,17 @@ size_t freeShmBytes() {
   struct statvfs st{};
   if (statvfs(shmDir().c_str(), &st) != 0) return 0;
   return static_cast<size_t>(st.f_bavail) * st.f_frsize;
+}
+
+bool Segment::prefault(size_t offset, size_t bytes) const {
+#ifndef MADV_POPULATE_WRITE
+  constexpr int MADV_POPULATE_WRITE = 23;  // Linux 5.14 (older headers lack the name)
+#endif
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  const size_t begin = offset / page * page;
+  const size_t end = std::min(bytes_, offset + bytes);
+  if (base_ == nullptr || begin >= end) return true;
+  return madvise(base_ + begin, end - begin, MADV_POPULATE_WRITE) == 0;
 }
 
 Segment::~Segment() {

@@ -25,6 +25,11 @@ class Segment {
   // Opens an existing segment and maps all of it.
   static Segment open(const std::string& name);
 
+  // Maps pages [offset, offset + bytes) of this process's view now (MADV_POPULATE_WRITE), so that
+  // the first calls that touch them do not take a page fault each; the contents are unchanged.
+  // Returns false where the kernel cannot (before Linux 5.14): the pages then map on first touch.
+  bool prefault(size_t offset, size_t bytes) const;
+
   void unlink();
   std::byte* data() const { return base_; }
   size_t size() const { return bytes_; }
