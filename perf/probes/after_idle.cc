@@ -15,27 +15,15 @@
 #include <string>
 #include <vector>
 
-#include "conflux/conflux.h"
+#include "probe_comm.h"
 
-namespace {
-
-void check(cfxResult_t r, const char* what, cfxComm_t comm) {
-  if (r == cfxSuccess) return;
-  std::fprintf(stderr, "%s: %s: %s\n", what, cfxGetErrorString(r), cfxGetLastError(comm));
-  std::exit(1);
-}
-
-}  // namespace
+using cfxprobe::check;
 
 int main(int argc, char** argv) {
   const size_t bytes = argc > 1 ? std::strtoull(argv[1], nullptr, 10) : 64;
   const int iters = std::max(20, argc > 2 ? std::atoi(argv[2]) : 40000);
   const int idleMs = argc > 3 ? std::atoi(argv[3]) : 200;
-  cfxComm_t comm = nullptr;
-  check(cfxCommInitFromEnv(&comm), "cfxCommInitFromEnv", nullptr);
-  int rank = 0, n = 1;
-  check(cfxCommUserRank(comm, &rank), "cfxCommUserRank", comm);
-  check(cfxCommCount(comm, &n), "cfxCommCount", comm);
+  const auto [comm, rank, n] = cfxprobe::initFromEnv();
   const size_t count = std::max<size_t>(1, bytes / sizeof(float));
   std::vector<float> in(count, 1.0f), out(count * n);
   // One call to be sure every rank is up, then the idle time on every rank.
@@ -49,8 +37,13 @@ int main(int argc, char** argv) {
     us[i] = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
     cpu[i] = sched_getcpu();
   }
-  std::string cpus = "rank " + std::to_string(rank) + " CPU every 25 calls:";
-  for (int i = 0; i < std::min(iters, 1000); i += 25) cpus += " " + std::to_string(cpu[i]);
+  std::string cpus = "rank ";  // appended piece by piece: GCC 12 warns wrongly on "..." + string
+  cpus += std::to_string(rank);
+  cpus += " CPU every 25 calls:";
+  for (int i = 0; i < std::min(iters, 1000); i += 25) {
+    cpus += ' ';
+    cpus += std::to_string(cpu[i]);
+  }
   std::printf("%s\n", cpus.c_str());
   std::fflush(stdout);
   if (rank == 0) {

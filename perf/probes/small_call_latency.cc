@@ -11,17 +11,9 @@
 #include <cstring>
 #include <vector>
 
-#include "conflux/conflux.h"
+#include "probe_comm.h"
 
-namespace {
-
-void check(cfxResult_t r, const char* what, cfxComm_t comm) {
-  if (r == cfxSuccess) return;
-  std::fprintf(stderr, "%s: %s: %s\n", what, cfxGetErrorString(r), cfxGetLastError(comm));
-  std::exit(1);
-}
-
-}  // namespace
+using cfxprobe::check;
 
 int main(int argc, char** argv) {
   if (argc < 2) {
@@ -31,11 +23,7 @@ int main(int argc, char** argv) {
   const char* coll = argv[1];
   const int iters = argc > 2 ? std::atoi(argv[2]) : 20000;
   const int rounds = argc > 3 ? std::atoi(argv[3]) : 15;
-  cfxComm_t comm = nullptr;
-  check(cfxCommInitFromEnv(&comm), "cfxCommInitFromEnv", nullptr);
-  int rank = 0, n = 1;
-  check(cfxCommUserRank(comm, &rank), "cfxCommUserRank", comm);
-  check(cfxCommCount(comm, &n), "cfxCommCount", comm);
+  const auto [comm, rank, n] = cfxprobe::initFromEnv();
   float in[2] = {1, 2}, out[2];
   auto once = [&] {
     if (!std::strcmp(coll, "sendrecv")) {
