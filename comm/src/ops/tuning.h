@@ -80,10 +80,10 @@ struct Tuning {
   // With ranks sharing cores (single copies off under CFX_CMA=auto), Sends from
   // sharedCoresSendBytes still take them (0: never): the channel's 4 slots then fill, and each
   // refill waits for the receiver's turn on a core. 4-rank sendrecv_perf on 2 CPUs (-n 2000, five
-  // rounds, median us), channel against single copy, two runs: 16 KiB 4.89 / 4.83 against
-  // 5.84 / 4.87, 32 KiB 8.00 / 7.97 against 7.01 / 8.88 (no clear winner), 64 KiB 15.3 against
-  // 10.7 / 11.2, 256 KiB 60.1 against 24.2 / 25.0, 1 MiB 263 against 219 / 210 (Open MPI 11.1-12.0,
-  // 26.7-28.1, 214-223; perf/RESULTS.md, 2026-11-29, seventh).
+  // rounds, median us), channel against single copy, two runs: 16 KiB 4.89 against 5.84 (one run),
+  // 32 KiB 8.00 / 7.97 against 7.01 / 8.88 (no clear winner), 64 KiB 15.3 / 15.3 against 10.7 /
+  // 11.2, 256 KiB 60.1 / 60.2 against 24.2 / 25.0, 1 MiB 263 / 267 against 219 / 210 (Open MPI
+  // 11.1-12.0, 26.7-28.1, 214-223; perf/RESULTS.md, 2026-11-29, seventh).
   bool p2pSingleCopy(size_t bytes) const {
     return (cma && p2pCmaMinBytes > 0 && bytes >= p2pCmaMinBytes) ||
            (sharedCoresSendBytes > 0 && bytes >= sharedCoresSendBytes);
