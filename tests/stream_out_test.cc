@@ -1,13 +1,19 @@
 // reduce::reduceStreamed (comm/src/reduce/stream_out.h): the bits of reduce() into one output, in
 // every output, for every datatype and op, at every alignment it accepts; nothing written outside
-// the outputs, and nothing at all when the outputs' alignments differ.
+// the outputs, and nothing at all when the outputs' alignments differ. And reduce::streamLines
+// (comm/src/reduce/stream_lines.h), each of its two ways, from sources at every offset.
 #include <gtest/gtest.h>
 
+#include <emmintrin.h>
+
 #include <cstring>
+#include <iostream>
+#include <utility>
 #include <random>
 #include <vector>
 
 #include "reduce/kernels.h"
+#include "reduce/stream_lines.h"
 #include "reduce/stream_out.h"
 
 namespace conflux::reduce {
@@ -81,6 +87,30 @@ TEST(ReduceStreamed, OutputsAtDifferentOffsetsInALineAreLeftAlone) {
   EXPECT_EQ(o1[1], 3.0f);
   EXPECT_EQ(o2[100], 3.0f);
   EXPECT_EQ(o2[101], -1.0f);
+}
+
+TEST(StreamLines, BothWaysCopyWholeLinesFromAnySourceOffset) {
+  using Way = void (*)(void*, const void*, size_t);
+  std::vector<std::pair<const char*, Way>> ways = {{"narrow", streamLinesNarrow}, {"dispatched", streamLines}};
+  if (streamLinesWideOk()) ways.emplace_back("wide (AVX-512)", streamLinesWide);
+  std::cout << "[ INFO     ] streamLines here: " << (streamLinesWideOk() ? "wide (AVX-512F)" : "narrow (16-byte stores)")
+            << "\n";
+  std::mt19937_64 rng(11);
+  std::vector<uint8_t> src(64 * 40 + 64);
+  for (auto& b : src) b = static_cast<uint8_t>(rng());
+  for (const auto& [name, way] : ways) {
+    for (size_t lines : {0, 1, 2, 7, 40}) {
+      for (size_t srcOff : {0, 1, 16, 63}) {
+        alignas(64) uint8_t out[64 * 42];
+        std::memset(out, 0xA5, sizeof out);
+        way(out + 64, src.data() + srcOff, lines * 64);
+        _mm_sfence();
+        ASSERT_EQ(std::memcmp(out + 64, src.data() + srcOff, lines * 64), 0) << name << " " << lines << " lines";
+        for (size_t i = 0; i < 64; ++i) ASSERT_EQ(out[i], 0xA5) << name << ": written before the output";
+        for (size_t i = 64 + lines * 64; i < sizeof out; ++i) ASSERT_EQ(out[i], 0xA5) << name << ": written after";
+      }
+    }
+  }
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "reduce/kernels.h"
+#include "reduce/stream_lines.h"
 
 namespace conflux::reduce {
 
@@ -28,18 +29,7 @@ void tileInto(void* const* dsts, int ndst, const void* const* srcs, int nsrc, si
     for (int d = 0; d < ndst; ++d) std::memcpy(static_cast<std::byte*>(dsts[d]) + at * es, tile, bytes);
     return;
   }
-  for (size_t i = 0; i < bytes; i += kLine) {
-    const auto* s = reinterpret_cast<const __m128i*>(tile + i);
-    const __m128i a = _mm_load_si128(s), b = _mm_load_si128(s + 1), c = _mm_load_si128(s + 2),
-                  e = _mm_load_si128(s + 3);
-    for (int d = 0; d < ndst; ++d) {
-      auto* o = reinterpret_cast<__m128i*>(static_cast<std::byte*>(dsts[d]) + at * es + i);
-      _mm_stream_si128(o, a);
-      _mm_stream_si128(o + 1, b);
-      _mm_stream_si128(o + 2, c);
-      _mm_stream_si128(o + 3, e);
-    }
-  }
+  for (int d = 0; d < ndst; ++d) streamLines(static_cast<std::byte*>(dsts[d]) + at * es, tile, bytes);
 }
 
 }  // namespace

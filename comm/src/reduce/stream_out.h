@@ -1,6 +1,6 @@
 // A reduction written into several outputs at once with streaming (non-temporal) stores: for each
 // tile of a few cache lines, the kernel reduces the sources into a stack tile (in L1), then every
-// output gets the tile's lines with streaming stores, output after output, line by line. The
+// output in turn gets the tile's lines with streaming stores (reduce/stream_lines.h). The
 // inputs are read and the outputs written as one interleaved stream, and no output line is read
 // for ownership. It runs the same kernel (reduce(), kernels.h) over the same sources in the same
 // order, so the bits are those of reduce() into one output and copies of it.
