@@ -104,6 +104,25 @@ TEST(HostAlgoRule, SendsWhereRanksShareCoresTakeTheSingleCopyFrom64KiB) {
   EXPECT_TRUE(shared.p2pSingleCopy(size_t{256} << 20));
 }
 
+// Where ranks share cores, AlltoAll out of place takes the single copy from blocks of 64 KiB, as
+// Sends do; in place, and AllGather and Broadcast of any size, keep the staged paths.
+TEST(HostAlgoRule, AlltoAllWhereRanksShareCoresTakesTheSingleCopyFrom64KiBBlocks) {
+  Tuning shared;
+  const size_t block = Tuning::kSharedCoresSendMinDefault / 4;  // fp32 elements per peer
+  EXPECT_EQ(selectHostAlgo(call(Coll::kAlltoAll, block), shared, 4), HostAlgo::kStagedAlltoAll);  // not set
+  shared.sharedCoresSendBytes = Tuning::kSharedCoresSendMinDefault;
+  EXPECT_EQ(selectHostAlgo(call(Coll::kAlltoAll, block - 16), shared, 4), HostAlgo::kStagedAlltoAll);
+  EXPECT_EQ(selectHostAlgo(call(Coll::kAlltoAll, block), shared, 4), HostAlgo::kSingleCopy);
+  EXPECT_EQ(selectHostAlgo(call(Coll::kAlltoAll, size_t{64} << 20), shared, 4), HostAlgo::kSingleCopy);
+  static char buf[1];
+  CollArgs inPlace{Coll::kAlltoAll, buf, buf, block, cfxFloat32, cfxSum, -1};
+  EXPECT_EQ(selectHostAlgo(inPlace, shared, 4), HostAlgo::kStagedAlltoAll);
+  EXPECT_EQ(selectHostAlgo(call(Coll::kAllGather, size_t{1} << 20), shared, 4), HostAlgo::kStagedAllGather);
+  EXPECT_EQ(selectHostAlgo(call(Coll::kBroadcast, size_t{1} << 20), shared, 4), HostAlgo::kStagedBroadcast);
+  shared.forced = Algo::kRsag;  // a forced algorithm takes no single copy
+  EXPECT_EQ(selectHostAlgo(call(Coll::kAlltoAll, block), shared, 4), HostAlgo::kStagedAlltoAll);
+}
+
 // AllReduce and Reduce over single copies are offered from their own thresholds (the call then
 // decides at its first barrier whether every rank may take it: singleCopyReduceReady).
 TEST(HostAlgoRule, ReductionsOfferTheSingleCopyFromTheirThresholds) {

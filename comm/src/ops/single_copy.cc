@@ -177,10 +177,12 @@ void runSingleCopyReduce(Context& ctx, const CollArgs& a, uint64_t seq) {
 }
 
 bool useSingleCopy(const CollArgs& a, const Tuning& tuning, int nranks) {
-  if (!tuning.cma || tuning.forced != Algo::kAuto) return false;
+  if (tuning.forced != Algo::kAuto) return false;
   if (a.coll != Coll::kAllGather && a.coll != Coll::kAlltoAll && a.coll != Coll::kBroadcast) return false;
   if (a.coll == Coll::kAlltoAll && a.send == a.recv) return false;
-  size_t total = a.count * reduce::dataTypeSize(a.datatype) * (a.coll == Coll::kBroadcast ? 1 : nranks);
+  const size_t block = a.count * reduce::dataTypeSize(a.datatype);  // AllGather's and AlltoAll's per rank
+  if (!tuning.cma) return a.coll == Coll::kAlltoAll && tuning.alltoallSingleCopyWhereCoresShared(block);
+  const size_t total = block * (a.coll == Coll::kBroadcast ? 1 : nranks);
   if (a.coll != Coll::kAlltoAll && total > Tuning::kCmaMaxGatherBytes) return false;
   return total >= tuning.cmaMinBytes;
 }

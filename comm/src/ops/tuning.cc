@@ -97,7 +97,7 @@ Algo Tuning::choose(size_t bytes, bool rootOnly) const {
 std::string Tuning::sharedCoresDescription() const {
   if (sharedCoresBlockBytes == 0 && sharedCoresSendBytes == 0) return "";
   return ", but where ranks share cores v-collective blocks from " + std::to_string(sharedCoresBlockBytes) +
-         " bytes and Send/Recv from " + std::to_string(sharedCoresSendBytes) + " bytes";
+         " bytes, AlltoAll blocks and Send/Recv from " + std::to_string(sharedCoresSendBytes) + " bytes";
 }
 
 std::string Tuning::describe() const {

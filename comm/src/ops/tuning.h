@@ -90,6 +90,16 @@ struct Tuning {
   }
   size_t sharedCoresSendBytes = 0;
   static constexpr size_t kSharedCoresSendMinDefault = 64 << 10;
+  // Where ranks share cores, AlltoAll out of place takes the single copy from blocks (one peer's
+  // share) of sharedCoresSendBytes, as the Sends it amounts to do: the staged path moves 4n times
+  // the size there, the single copy 2n. 4-rank alltoall_perf on 2 CPUs (-n 20, five rounds, median
+  // us), staged against single copy: 128 KiB 32.4 against 30.1, 256 KiB 65.0 against 45.8, 512 KiB
+  // 155 against 161, 1 MiB 454 against 366, 16 MiB 7077 against 5858, 64 MiB 36382 against 32715
+  // (Open MPI 34.4, 38.6, 116, 283, 5846, 33970). AllGather and Broadcast keep the staged path,
+  // which was faster at 4 ranks from 128 KiB to 32 MiB (perf/RESULTS.md, 2026-11-29, eighth).
+  bool alltoallSingleCopyWhereCoresShared(size_t blockBytes) const {
+    return sharedCoresSendBytes > 0 && blockBytes >= sharedCoresSendBytes;
+  }
   // The same for a block of a v-collective (vector_coll.h): from CFX_CMA_MIN_BYTES, of any size, as
   // Open MPI's vader takes its single copy. Blocks above 512 KiB went through the channel until
   // 2026-11-29 (fourth): AlltoAllv at 2 ranks (alltoallv_perf, blocks of half to one and a half
