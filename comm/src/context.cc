@@ -56,15 +56,16 @@ Context::Context(shm::Segment segment, int rank, std::vector<pid_t> pids, WaitSe
   // Every call takes the next of each rank's kMailboxSlots mailboxes, so for its first 64 calls a
   // communicator met a page never touched by this process every few calls, and every rank waited
   // out that page fault (about 30 us on the Intel Xeon VM: 2-rank AllGathers of 64 KiB, 5 us each,
-  // took 30 us every four to six calls until the 60th). Mapping the control blocks now costs about
-  // 65 us at 2 ranks (perf/RESULTS.md, 2026-11-29 (seventh)).
-  segment_.prefault(layout_.controlOffset(), layout_.slotsOffset() - layout_.controlOffset());
+  // took 30 us every four to six calls until the 60th). The staging slots and this rank's
+  // channels did the same on each path's first calls (4-rank AlltoAllv of 256 KiB, 5 calls after
+  // a warm-up on single copies: 193-928 us, 87-193 once mapped). Mapping all of them costs 1.5-5
+  // ms at 2-4 ranks and about 8.5 ms at 8 on the 2-CPU VM, once (perf/RESULTS.md, 2026-11-29
+  // (seventh) and (eighth)).
+  for (const Layout::Range& r : layout_.mappedAtInit(rank_)) segment_.prefault(r.offset, r.bytes);
   channels_.reserve(static_cast<size_t>(size_) * size_);
   for (int s = 0; s < size_; ++s) {
     for (int d = 0; d < size_; ++d) {
-      std::byte* base = segment_.data() + layout_.channelsOffset() +
-                        (static_cast<size_t>(s) * size_ + d) * layout_.channelStride();
-      channels_.emplace_back(base, layout_.p2pSlots, layout_.p2pSlotBytes);
+      channels_.emplace_back(segment_.data() + layout_.channelOffset(s, d), layout_.p2pSlots, layout_.p2pSlotBytes);
     }
   }
   if (layout_.domains >= 2) {

@@ -28,6 +28,22 @@ size_t Layout::scratchOffset() const { return slotsOffset() + nranks * slotBytes
 size_t Layout::domainsOffset() const { return scratchOffset() + slotBytes; }
 size_t Layout::channelsOffset() const { return domainsOffset() + domains * slotBytes; }
 size_t Layout::channelStride() const { return roundUp(shm::channelBytes(p2pSlots, p2pSlotBytes), kPage); }
+size_t Layout::channelOffset(int s, int d) const {
+  return channelsOffset() + (static_cast<size_t>(s) * nranks + static_cast<size_t>(d)) * channelStride();
+}
+
+std::vector<Layout::Range> Layout::mappedAtInit(int rank) const {
+  std::vector<Range> out{{controlOffset(), slotsOffset() - controlOffset()},
+                         {slotsOffset(), channelsOffset() - slotsOffset()}};
+  const int n = static_cast<int>(nranks);
+  for (int s = 0; s < n; ++s) {
+    for (int d = 0; d < n; ++d) {
+      if (s == rank || d == rank) out.push_back({channelOffset(s, d), channelStride()});
+    }
+  }
+  return out;
+}
+
 size_t Layout::totalBytes() const { return channelsOffset() + static_cast<size_t>(nranks) * nranks * channelStride(); }
 
 Layout Layout::fromEnv(int nranks) {
