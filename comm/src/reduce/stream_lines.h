@@ -1,9 +1,9 @@
 // Whole cache lines copied with streaming (non-temporal) stores, the one place Conflux writes
 // them (ops/copy.h's copyOut, reduce/stream_out.h's tiles). Where the CPU has AVX-512 each line
 // goes out as one 64-byte store, which fills its write-combining buffer at once; elsewhere as
-// four 16-byte stores. On the Intel Xeon VM (AVX-512), 2-rank plain AllReduce of 64-256 MiB, whose
-// copies into the outputs stream, ran 10% faster with the 64-byte stores (perf/RESULTS.md,
-// 2026-11-29 (eighth)). The bytes written are the same either way.
+// four 16-byte stores. On the Intel Xeon VM (AVX-512), 2-rank plain AllReduce of 64-256 MiB with
+// streaming stores ran 6-11% faster with the 64-byte stores, registered AllReduce 4-11%
+// (perf/RESULTS.md, 2026-11-29 (eighth)). The bytes written are the same either way.
 #pragma once
 
 #include <cstddef>
