@@ -15,12 +15,19 @@ CollArgs call(Coll c, size_t count, cfxDataType_t t = cfxFloat32, cfxRedOp_t op 
 
 TEST(HostAlgoRule, SmallCallsTakeTheMailboxUnlessAnAlgorithmIsForced) {
   Tuning t;
-  EXPECT_EQ(selectHostAlgo(call(Coll::kAllReduce, 256), t, 4), HostAlgo::kMailbox);  // 1 KiB per rank
-  EXPECT_EQ(selectHostAlgo(call(Coll::kAllReduce, 257), t, 4), HostAlgo::kDirect);
+  EXPECT_EQ(selectHostAlgo(call(Coll::kAllReduce, 512), t, 4), HostAlgo::kMailbox);  // 2 KiB per rank
+  EXPECT_EQ(selectHostAlgo(call(Coll::kAllReduce, 513), t, 4), HostAlgo::kDirect);
+  EXPECT_EQ(selectHostAlgo(call(Coll::kReduce, 512), t, 2), HostAlgo::kMailbox);
+  EXPECT_EQ(selectHostAlgo(call(Coll::kAllGather, 512), t, 2), HostAlgo::kMailbox);
+  EXPECT_EQ(selectHostAlgo(call(Coll::kAllGather, 513), t, 2), HostAlgo::kStagedAllGather);
+  EXPECT_EQ(selectHostAlgo(call(Coll::kBroadcast, 512), t, 8), HostAlgo::kMailbox);
+  EXPECT_EQ(selectHostAlgo(call(Coll::kBroadcast, 513), t, 8), HostAlgo::kStagedBroadcast);
   EXPECT_EQ(selectHostAlgo(call(Coll::kAllReduce, 0), t, 8), HostAlgo::kMailbox);
-  // AlltoAll and ReduceScatter count per block: n blocks must fit.
+  // AlltoAll and ReduceScatter count per block: n blocks must fit 1 KiB (kMailboxBlocksMaxBytes).
   EXPECT_EQ(selectHostAlgo(call(Coll::kAlltoAll, 64), t, 4), HostAlgo::kMailbox);
   EXPECT_EQ(selectHostAlgo(call(Coll::kAlltoAll, 65), t, 4), HostAlgo::kStagedAlltoAll);
+  EXPECT_EQ(selectHostAlgo(call(Coll::kReduceScatter, 128), t, 2), HostAlgo::kMailbox);
+  EXPECT_EQ(selectHostAlgo(call(Coll::kReduceScatter, 129), t, 2), HostAlgo::kStagedReduceScatter);
   EXPECT_EQ(selectHostAlgo(call(Coll::kReduceScatter, 65), t, 4), HostAlgo::kStagedReduceScatter);
   // More ranks than the mailbox path serves.
   EXPECT_EQ(selectHostAlgo(call(Coll::kAllReduce, 1), t, kMaxDirectRanks + 1), HostAlgo::kDirect);

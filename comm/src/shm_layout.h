@@ -50,7 +50,12 @@ inline constexpr int32_t kFirstVectorColl = 6;  // OpDescriptor::coll of AlltoAl
 // kMailboxSlots per rank, used in turn by sequence number: a rank whose operations wait for no one
 // (Broadcast's root, Reduce's other ranks) may run up to CFX_RUNAHEAD (at most kMailboxSlots - 2)
 // operations ahead of a slow reader (context.h, WaitSettings::runAhead).
-inline constexpr size_t kMailboxBytes = 1024;
+// 2 KiB of data: AllReduce, Reduce, Broadcast and AllGather of 1-2 KiB per rank took the staged
+// paths' barriers with 1 KiB mailboxes (2-rank, AMD EPYC VM, median of 11 rounds, us: AllReduce
+// 2 KiB 0.79-0.85 -> 0.63, Reduce 0.64 -> 0.47, Broadcast 0.65 -> 0.52, AllGather of 4 KiB
+// 0.78-0.85 -> 0.68; perf/RESULTS.md, 2026-11-29 (ninth)). AlltoAll and ReduceScatter, whose
+// input is n blocks, stay at 1 KiB (kMailboxBlocksMaxBytes), and so do the v-collectives' lines.
+inline constexpr size_t kMailboxBytes = 2048;
 inline constexpr uint64_t kMailboxSlots = 64;
 // The data follows the call with no gap, so a message of up to 8 bytes travels in the one cache
 // line that also holds the sequence number and the call: its reader takes one miss, not two.

@@ -70,7 +70,9 @@ void VectorCall::copyOwnBlock() const {
   if (bytes > 0 && to != from) std::memmove(to, from, bytes);
 }
 
-size_t VectorLine::room() const { return kMailboxBytes > countBytes() ? kMailboxBytes - countBytes() : 0; }
+static_assert(VectorLine::kLineBytes <= kMailboxBytes);
+
+size_t VectorLine::room() const { return kLineBytes > countBytes() ? kLineBytes - countBytes() : 0; }
 
 size_t VectorLine::slot() const { return n > 1 ? room() / static_cast<size_t>(n - 1) / 8 * 8 : 0; }
 

@@ -40,7 +40,7 @@ struct VectorCall {
   // Across hosts: this rank's line of the check: header, then sendCounts, then recvCounts (2n + 1
   // words), then room for this rank's whole input when it is small (the blocks it sends, back to
   // back in rank order): at least kLineDataBytesPerPeer per peer, the line rounded up to whole cache
-  // lines, and at most one latency-path mailbox. Every rank's line after the AllGather.
+  // lines, and at most VectorLine::kLineBytes. Every rank's line after the AllGather.
   std::vector<uint64_t> line;
   std::vector<uint64_t> lines;
   bool agreed = false;
@@ -56,7 +56,7 @@ struct VectorCall {
   size_t countWords() const { return 2 * static_cast<size_t>(n) + 1; }
   size_t dataWords() const {
     const size_t room = kLineDataBytesPerPeer * static_cast<size_t>(std::max(1, n - 1));
-    const size_t words = std::min(kMailboxBytes, roundUp(countWords() * 8 + room, size_t{64})) / 8;
+    const size_t words = std::min(VectorLine::kLineBytes, roundUp(countWords() * 8 + room, size_t{64})) / 8;
     return words > countWords() ? words - countWords() : 0;
   }
   size_t width() const { return countWords() + dataWords(); }

@@ -70,7 +70,11 @@ size_t paddedBlock(std::span<const size_t> counts, size_t esize, int nhosts, dou
 // they both hold (and the check proves equal), so a rank creates only the Send/Recv it needs. Pure,
 // unit-tested.
 struct VectorLine {
-  static constexpr int kMaxLineRanks = 63;  // (2n + 1) words fit a mailbox
+  // A line is the first 1 KiB of a mailbox (shm_layout.h). 2 KiB lines were slower at 2 ranks for
+  // 64-128 B (median us 0.38-0.42 against 0.44-0.49) and faster only at 4 ranks from 1 KiB
+  // (perf/RESULTS.md, 2026-11-29 (ninth)).
+  static constexpr size_t kLineBytes = 1024;
+  static constexpr int kMaxLineRanks = 63;  // (2n + 1) words fit a line
   int n;
   VectorKind kind;
 

@@ -127,7 +127,7 @@ void MailboxCheckOp::consume(const Context& ctx) const {
   const size_t count = s.a.recvCounts[s.me], bytes = count * s.esize;
   if (count == 0 || !line_.carries(bytes)) return;
   const void* srcs[kMaxDirectRanks];
-  alignas(64) std::byte own[kMailboxBytes];
+  alignas(64) std::byte own[VectorLine::kLineBytes];
   const std::byte* mine = s.sendPtr(s.me);
   if (mine == s.a.recv) {  // in place: the kernel's output may not alias an input
     std::memcpy(own, mine, bytes);

@@ -1,4 +1,5 @@
-// Every collective whose per-rank input fits a mailbox (1 KiB): the latency path.
+// Every collective whose per-rank input fits a mailbox (2 KiB; AlltoAll and ReduceScatter: 1 KiB):
+// the latency path.
 //
 // Each rank writes its input and its call into its mailbox, then publishes them with the operation's
 // sequence number (one release store). A rank polls the sequence numbers of the ranks whose data it
@@ -166,9 +167,8 @@ void MailboxOp::consume(Context& ctx) {
 }
 
 bool fitsMailbox(const CollArgs& a, int nranks) {
-  size_t b = a.count * reduce::dataTypeSize(a.datatype);
-  if (a.coll == Coll::kReduceScatter || a.coll == Coll::kAlltoAll) b *= nranks;
-  return nranks <= kMaxDirectRanks && b <= kMailboxBytes;
+  const bool blocks = a.coll == Coll::kReduceScatter || a.coll == Coll::kAlltoAll;
+  return nranks <= kMaxDirectRanks && inputBytes(a, nranks) <= (blocks ? kMailboxBlocksMaxBytes : kMailboxBytes);
 }
 
 std::unique_ptr<Op> makeMailboxOp(const CollArgs& a, int nranks) { return std::make_unique<MailboxOp>(a, nranks); }

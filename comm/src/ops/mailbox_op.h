@@ -11,6 +11,12 @@
 namespace conflux {
 
 inline constexpr int kMaxDirectRanks = 64;
+// AlltoAll and ReduceScatter (n blocks per rank) take the mailbox path up to this much input per
+// rank, less than a mailbox holds: from 2 KiB the staged path was as fast or faster (2-rank
+// AlltoAll of 2 KiB, median us: 0.35-0.40 staged, 0.46 on 2 KiB mailboxes; perf/RESULTS.md,
+// 2026-11-29 (ninth)).
+inline constexpr size_t kMailboxBlocksMaxBytes = 1024;
+static_assert(kMailboxBlocksMaxBytes <= kMailboxBytes);
 
 // Whether a call can take the mailbox path.
 bool fitsMailbox(const CollArgs& a, int nranks);

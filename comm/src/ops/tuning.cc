@@ -2,6 +2,7 @@
 
 #include "common/env.h"
 #include "common/error.h"
+#include "ops/mailbox_op.h"
 #include "transport/shm/cma.h"
 
 namespace conflux {
@@ -105,7 +106,8 @@ std::string Tuning::describe() const {
   if (directMaxBytes > 0) {
     return "AllReduce/Reduce: direct up to " + std::to_string(directMaxBytes) + " bytes, then rsag (CFX_DIRECT_MAX_BYTES)";
   }
-  return "mailbox up to 1 KiB of input per rank; AllReduce direct up to " + std::to_string(kDirectMaxDefault) +
+  return "mailbox up to " + std::to_string(kMailboxBytes) + " bytes of input per rank (AlltoAll and ReduceScatter " +
+         std::to_string(kMailboxBlocksMaxBytes) + "); AllReduce direct up to " + std::to_string(kDirectMaxDefault) +
          " bytes (Reduce " + std::to_string(kReduceDirectMaxDefault) + "), then " + (domains >= 2 ? "two-level rsag over " + std::to_string(domains) + " NUMA domains" : std::string("rsag")) +
          "; AllGather/AlltoAll/Broadcast single-copy " +
          (cma ? "from " + std::to_string(cmaMinBytes) + " bytes, AllReduce from " +

@@ -11,8 +11,8 @@
 // CFX_ALGO forces one; CFX_DIRECT_MAX_BYTES moves the threshold. On a host whose ranks span two
 // or more NUMA domains (topology/plan.h), rsag is two-level: inside each domain, then across.
 //
-// Every collective whose per-rank input fits a 1 KiB mailbox takes the mailbox path instead
-// (ops/mailbox_op.cc), unless CFX_ALGO forces an algorithm. Large AllGather, AlltoAll and Broadcast
+// Every collective whose per-rank input fits a 2 KiB mailbox (AlltoAll and ReduceScatter: 1 KiB)
+// takes the mailbox path instead (ops/mailbox_op.cc), unless CFX_ALGO forces an algorithm. Large AllGather, AlltoAll and Broadcast
 // copy once, straight from the peers' buffers (ops/single_copy.cc), where the host allows it, and
 // so do large Sends (transport/shm/channel.h), and AllReduce and Reduce from 16 and 64 KiB.
 #pragma once
