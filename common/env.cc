@@ -18,7 +18,7 @@ const std::vector<Variable>& registry() {
       {"CFX_BOOTSTRAP_TIMEOUT", "120", "Seconds the bootstrap waits for all ranks to join."},
       {"CFX_SPIN", "auto", "Polls of a wait before it yields and then sleeps on a futex; auto: 2000 when each local rank can have a CPU of its own (from the CPUs each may run on: ranks pinned one per core qualify), else 0 (yield at once)."},
       {"CFX_YIELDS", "auto", "Idle polls of a wait that yield the core (after CFX_SPIN's) before it sleeps on a futex; auto: 8 when each local rank can have a CPU of its own, else 1000."},
-      {"CFX_RUNAHEAD", "32", "Small (latency-path) calls a rank may return before every rank's call was confirmed: how far it runs ahead of the slowest rank, and how many calls later a mismatched call fails at the latest; 1 to 62 (1: the next call)."},
+      {"CFX_RUNAHEAD", "126", "Small (latency-path) calls a rank may return before every rank's call was confirmed: how far it runs ahead of the slowest rank, and how many calls later a mismatched call fails at the latest; 1 to 126 (1: the next call)."},
       {"CFX_SHM_SLOT_BYTES", "1048576", "Bytes of each rank's collective staging slot in shared memory."},
       {"CFX_SHM_P2P_BYTES", "8388608", "Total bytes of all point-to-point channels of one communicator."},
       {"CFX_SHM_DIR", "/dev/shm", "Where shared-memory segments are created (checked for free space)."},

@@ -9,7 +9,7 @@
 // call would have had, from data a rank making that same call sent; and then one of its next
 // CFX_RUNAHEAD calls on the communicator fails with cfxInvalidUsage naming the mismatch (each call
 // before it succeeds with exactly its own output), as cfxCommGetAsyncError does. The matrix runs
-// with the default window (32) and with 1, where the very next call fails. No rank ever holds data
+// with the default window (126) and with 1, where the very next call fails. No rank ever holds data
 // nobody sent it, and nothing hangs.
 #include <gtest/gtest.h>
 
@@ -276,7 +276,7 @@ TEST(Mismatch, TwoSelfRootsOnTheLatencyPath) {
 
 // The same with the default window, where both roots may go on: each later call (Broadcasts from
 // root 0, which both agree on) returns exactly rank 0's data or fails, and the mismatch fails one of
-// the next 32 calls on both ranks, naming the other root.
+// the next 126 calls on both ranks, naming the other root.
 TEST(Mismatch, TwoSelfRootsWithinTheDefaultWindow) {
   runRanks(2, [](Rank& rk) {
     std::vector<float> in(256, static_cast<float>(rk.rank + 1)), out(256, -1.0f);
@@ -284,7 +284,7 @@ TEST(Mismatch, TwoSelfRootsWithinTheDefaultWindow) {
     ASSERT_TRUE(r == cfxSuccess || r == cfxInvalidUsage) << cfxGetErrorString(r);
     ASSERT_EQ(out[255], static_cast<float>(rk.rank + 1));
     int calls = 0;
-    while (r == cfxSuccess && calls < 32) {
+    while (r == cfxSuccess && calls < 126) {
       int64_t v = rk.rank == 0 ? 1000 + calls : -1;
       r = cfxBroadcast(&v, &v, 1, cfxInt64, 0, rk.comm, nullptr);
       if (r == cfxSuccess) {
@@ -304,10 +304,10 @@ std::string matrixName(const ::testing::TestParamInfo<std::tuple<int, int, int>>
          std::to_string(std::get<2>(info.param));
 }
 
-// Every path with the default window (32), and the latency path, where ranks return early, with a
+// Every path with the default window (126), and the latency path, where ranks return early, with a
 // window of one call (the next call fails).
 INSTANTIATE_TEST_SUITE_P(Matrix, Mismatch,
-                         ::testing::Combine(::testing::Values(2, 3, 4), ::testing::Range(0, 6), ::testing::Values(32)),
+                         ::testing::Combine(::testing::Values(2, 3, 4), ::testing::Range(0, 6), ::testing::Values(126)),
                          matrixName);
 INSTANTIATE_TEST_SUITE_P(NextCall, Mismatch,
                          ::testing::Combine(::testing::Values(2, 3, 4), ::testing::Values(0), ::testing::Values(1)),

@@ -1,6 +1,6 @@
 // Latency-path operations that wait for no one: Broadcast's root and Reduce's other ranks return
 // once their mailbox is published, so they run ahead of slow ranks by up to CFX_RUNAHEAD calls
-// (default 32), then wait for the slowest reader. Long mixed sequences (rotating roots, symmetric
+// (default 126), then wait for the slowest reader. Long mixed sequences (rotating roots, symmetric
 // latency-path calls and staged collectives in between, one rank delayed now and then) must give
 // exact values everywhere, whichever rank is late.
 #include <gtest/gtest.h>
@@ -111,7 +111,7 @@ void rootReturnsItsWindow(int nranks, int window, int expect) {
 
 TEST_P(RunAheadTest, RootReturnsOneCallWithWindowOne) { rootReturnsItsWindow(GetParam(), 1, 1); }
 TEST_P(RunAheadTest, RootReturnsFiveCallsWithWindowFive) { rootReturnsItsWindow(GetParam(), 5, 5); }
-TEST_P(RunAheadTest, RootReturns32CallsByDefault) { rootReturnsItsWindow(GetParam(), 0, 32); }
+TEST_P(RunAheadTest, RootReturns126CallsByDefault) { rootReturnsItsWindow(GetParam(), 0, 126); }
 
 INSTANTIATE_TEST_SUITE_P(Ranks, RunAheadTest, ::testing::Values(1, 2, 3, 4, 7));
 

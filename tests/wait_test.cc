@@ -35,12 +35,12 @@ TEST(WaitSettings, YieldsAndSpinFollowWhetherTheRanksHaveCpus) {
 }
 
 TEST(WaitSettings, RunAheadWindowFromOneToTheMailboxesLessTwo) {
-  EXPECT_EQ(WaitSettings::fromEnv(0, true).runAhead, 32);
+  EXPECT_EQ(WaitSettings::fromEnv(0, true).runAhead, 126);
   setenv("CFX_RUNAHEAD", "1", 1);
   EXPECT_EQ(WaitSettings::fromEnv(0, true).runAhead, 1);
-  setenv("CFX_RUNAHEAD", "62", 1);
-  EXPECT_EQ(WaitSettings::fromEnv(0, true).runAhead, 62);
-  for (const char* bad : {"0", "63", "-1", "far"}) {
+  setenv("CFX_RUNAHEAD", "126", 1);
+  EXPECT_EQ(WaitSettings::fromEnv(0, true).runAhead, 126);
+  for (const char* bad : {"0", "127", "-1", "far"}) {
     setenv("CFX_RUNAHEAD", bad, 1);
     try {
       WaitSettings::fromEnv(0, true);

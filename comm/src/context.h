@@ -34,9 +34,13 @@ struct WaitSettings {
   // Latency-path calls that may have returned before every rank's call was confirmed (CFX_RUNAHEAD,
   // 1 to kMaxRunAhead): how far a rank may run ahead of the slowest, and how many calls later a
   // mismatch surfaces at the latest (engine.h).
-  int runAhead = kDefaultRunAhead;
-  static constexpr int kDefaultRunAhead = 32;
+  // The default is the most the mailboxes allow: 4-rank Broadcast of 8-256 B on 2 CPUs took
+  // 0.36-0.39 us with 32, 0.30-0.31 with 64 and 0.25-0.28 with 126 (128 mailboxes; Open MPI
+  // 0.29-0.76), Reduce 0.42-0.59, 0.36-0.40 and 0.35-0.39; 2 ranks the same with any window
+  // (perf/RESULTS.md, 2026-11-29 (ninth)).
   static constexpr int kMaxRunAhead = static_cast<int>(kMailboxSlots) - 2;
+  static constexpr int kDefaultRunAhead = kMaxRunAhead;
+  int runAhead = kDefaultRunAhead;
   // `ownCpus`: each local rank can have a CPU of its own (topology::eachHasOwnCpu), so a wait may
   // spin; otherwise it hands its core over at once.
   static WaitSettings fromEnv(int timeoutMsOverride, bool ownCpus);

@@ -56,7 +56,7 @@ inline constexpr int32_t kFirstVectorColl = 6;  // OpDescriptor::coll of AlltoAl
 // 0.78-0.85 -> 0.68; perf/RESULTS.md, 2026-11-29 (ninth)). AlltoAll and ReduceScatter, whose
 // input is n blocks, stay at 1 KiB (kMailboxBlocksMaxBytes), and so do the v-collectives' lines.
 inline constexpr size_t kMailboxBytes = 2048;
-inline constexpr uint64_t kMailboxSlots = 64;
+inline constexpr uint64_t kMailboxSlots = 128;
 // The data follows the call with no gap, so a message of up to 8 bytes travels in the one cache
 // line that also holds the sequence number and the call: its reader takes one miss, not two.
 struct alignas(64) Mailbox {
