@@ -184,6 +184,21 @@ TEST(DdpErrors, FinishBackwardWithoutAllGradientsReady) {
       int a = ddp.addParameter("layer.weight", p.data(), g.data(), 200, cfxFloat32);
       int b = ddp.addParameter("layer.bias", p.data() + 200, g.data() + 200, 100, cfxFloat32);
       ddp.finalize();
+      // Rank 1 fails only once the others have their parameters: finalize()'s Broadcast of 1200 B
+      // may return on rank 1 before rank 2 has read it (the latency path returns a reader as soon as
+      // it has the data), and rank 1's abort would then fail rank 2's Broadcast instead of its
+      // gradient AllReduce. A Send from each of the others, after its Broadcast, orders them.
+      int32_t token = rk.rank;
+      if (rk.rank == 1) {
+        int32_t from0 = -1, from2 = -1;
+        CFX_ASSERT_OK(cfxGroupStart());
+        CFX_ASSERT_OK(cfxRecv(&from0, 1, cfxInt32, 0, comm, nullptr));
+        CFX_ASSERT_OK(cfxRecv(&from2, 1, cfxInt32, 2, comm, nullptr));
+        CFX_ASSERT_OK(cfxGroupEnd());
+        ASSERT_EQ(from0 + from2, 2);
+      } else {
+        CFX_ASSERT_OK(cfxSend(&token, 1, cfxInt32, 1, comm, nullptr));
+      }
       ddp.markReady(b);
       if (rk.rank != 1) ddp.markReady(a);
       auto t0 = std::chrono::steady_clock::now();
