@@ -28,7 +28,7 @@ const std::vector<Variable>& registry() {
       {"CFX_CMA", "auto", "Single-copy AllGather/AlltoAll/Broadcast through process_vm_readv: auto (when the host allows it), 1 or 0."},
       {"CFX_CMA_MIN_BYTES", "16384", "Smallest AllGather/AlltoAll/Broadcast (bytes of output), and block of a v-collective, that uses the single copy."},
       {"CFX_CMA_REDUCE_MIN_BYTES", "auto", "Smallest AllReduce/Reduce (bytes) that reduces over single copies: auto (AllReduce 16 KiB, Reduce 64 KiB) or one number for both."},
-      {"CFX_STREAMING_STORES", "auto", "Copies into user buffers of messages of 8 MiB or more: 1: streaming (non-temporal) stores; 0: ordinary stores; auto: each rank times both on its first such copies and keeps the faster (comm/src/ops/copy.h)."},
+      {"CFX_STREAMING_STORES", "auto", "Copies into user buffers of messages of 8 MiB or more: 1: streaming (non-temporal) stores; 0: ordinary stores; auto: each rank times both on its first such copies and keeps the faster (comm/src/ops/copy.h). Staged Broadcast, AllGather and AlltoAll of 16 MiB or more per rank write their slots with streaming stores unless 0."},
       {"CFX_REGISTERED", "1", "Collectives whose buffers are registered (cfxMemAlloc) on every rank run with no staging copy: 1 or 0."},
       {"CFX_REDUCE_EXACT", "0", "1: cfxSum and cfxAvg on floating-point data are exact (cfxSumExact, cfxAvgExact: the exact sum rounded once) on communicators whose config leaves reduceExact unset."},
       {"CFX_VCOLL_PADDING", "0.25", "Across hosts, AllGatherv and ReduceScatterv whose blocks padded to the largest count carry at most this fraction more data take the hierarchical AllGather or ReduceScatter on the padded blocks; 0: always rank to rank."},

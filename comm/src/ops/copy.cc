@@ -51,6 +51,10 @@ int StoreChooser::sizeClass(size_t messageBytes) {
   return c;
 }
 
+void StoreChooser::copyToSlot(void* slot, const void* src, size_t bytes, size_t stagedBytes) const {
+  copyOut(slot, src, bytes, stagedBytes >= kStagingStreamingMinBytes && trials_[0].mode != Mode::kOrdinary);
+}
+
 void StoreChooser::copy(void* dst, const void* src, size_t bytes, size_t messageBytes, uint64_t message) {
   const Mode chosen = mode(messageBytes);
   if (messageBytes < kStreamingMinBytes || chosen != Mode::kAuto) {

@@ -1,5 +1,5 @@
-// Copies into user buffers. Messages much larger than the caches may be written with non-temporal
-// (streaming) stores: the destination is not read for ownership first and does not evict the
+// Copies into user buffers, and into staging slots (StoreChooser::copyToSlot). Messages much
+// larger than the caches may be written with non-temporal (streaming) stores: the destination is not read for ownership first and does not evict the
 // staging buffers, which saves a third of the memory traffic of the final copy, on machines whose
 // streaming stores are fast. On others they are slower than ordinary stores, so each rank chooses
 // (StoreChooser).
@@ -77,6 +77,19 @@ class StoreChooser {
   // `messageBytes`, with the stores chosen so far, or during the trial with the kind of that
   // message.
   void copy(void* dst, const void* src, size_t bytes, size_t messageBytes, uint64_t message);
+  // Copies `bytes` into this rank's staging slot, which the peers read next, for a Broadcast,
+  // AllGather or AlltoAll that stages `stagedBytes` in all. From kStagingStreamingMinBytes the
+  // stores are streaming (unless CFX_STREAMING_STORES=0), with no trial: the slot then reaches the
+  // peers from memory rather than from this core's cache. On the AMD EPYC VM the hypervisor at times
+  // places the two vCPUs where lines moving between their caches cross at half speed or less, for
+  // tens of seconds at a time. 2-rank AllGather of 64 MiB then took 20-22 ms with ordinary stores
+  // into the slots and 8.4-8.9 with streaming ones (Open MPI 10-11), and outside those spells
+  // 9.2-9.3 against 9.4-9.5; Broadcast of 256 MiB 37-48 against 39-43 (perf/RESULTS.md,
+  // 2026-11-29, tenth). A trial made outside a spell would keep ordinary stores, so there is none.
+  // The reductions stage with ordinary stores: outside the spells streaming ones made 2-rank
+  // AllReduce of 256 MiB 20% slower (55-58 ms against 45-51) and ReduceScatter of 64 MiB 10%.
+  static constexpr size_t kStagingStreamingMinBytes = 16 << 20;
+  void copyToSlot(void* slot, const void* src, size_t bytes, size_t stagedBytes) const;
   // Runs work(streaming), which handles `bytes` of a message of `messageBytes`, with the kind
   // chosen so far for its size class; during that class's trial, with the kind whose turn it is,
   // timed and counted towards the choice. For work that is more than a copy; the caller decides
