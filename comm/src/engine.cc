@@ -280,17 +280,28 @@ bool Engine::runQuick(std::span<P2pOp> ops, Stream* stream, Outcome& out) {
     return false;
   }
   Op* raw[kQuickOps];
-  const int64_t queued = recorder_ ? flight::Recorder::now() : 0;
-  for (size_t i = 0; i < ops.size(); ++i) {
-    raw[i] = &ops[i];
-    if (recorder_) ops[i].flightId = recorder_->add(ops[i].flightCall(), queued);
-  }
+  for (size_t i = 0; i < ops.size(); ++i) raw[i] = &ops[i];
+  // The flight records are written once the first pass has published the sends: in a SendRecv
+  // the peer's reply is then on its way meanwhile (or here, when no pass ran or one threw).
+  struct Record final : QuickStarted {
+    flight::Recorder* recorder;
+    std::span<P2pOp> ops;
+    bool done = false;
+    Record(flight::Recorder* r, std::span<P2pOp> o) : recorder(r), ops(o) {}
+    void operator()() override {
+      done = true;
+      if (recorder == nullptr) return;
+      const int64_t queued = flight::Recorder::now();
+      for (P2pOp& op : ops) op.flightId = recorder->add(op.flightCall(), queued);
+    }
+  } record(recorder_, ops);
   bool finished = false;
   try {
-    finished = conflux::runQuick(ctx_, std::span<Op* const>(raw, ops.size()));
+    finished = conflux::runQuick(ctx_, std::span<Op* const>(raw, ops.size()), &record);
   } catch (const std::exception&) {
     finished = false;  // the usual path meets it again, from the same state, and reports it
   }
+  if (!record.done) record();
   ctx_.flushRing();
   if (finished) {
     if (recorder_) {

@@ -321,7 +321,7 @@ bool executeBatch(Context& ctx, std::span<const std::unique_ptr<Op>> ops, const 
   }
 }
 
-bool runQuick(Context& ctx, std::span<Op* const> ops) {
+bool runQuick(Context& ctx, std::span<Op* const> ops, QuickStarted* started) {
   if (ops.size() > kQuickOps) return false;
   int keys[kQuickOps];
   for (size_t i = 0; i < ops.size(); ++i) {
@@ -341,6 +341,10 @@ bool runQuick(Context& ctx, std::span<Op* const> ops) {
       if (op->done()) continue;
       moved |= op->progress(ctx);
       all = all && op->done();
+    }
+    if (started != nullptr) {
+      (*started)();
+      started = nullptr;
     }
     if (all) return true;
     if (moved) {

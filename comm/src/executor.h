@@ -54,9 +54,18 @@ bool executeBatch(Context& ctx, std::span<const std::unique_ptr<Op>> ops, const 
 // Returns false otherwise, every operation's state kept for the full run (which then checks,
 // spins, yields and sleeps as always). Throws what progress throws. The caller confirms first
 // that no earlier call awaits its confirmation (executeBatch's `pending`).
+// `started` (optional) runs once, after the first pass has published what the sends could: the
+// caller's bookkeeping then overlaps the peers' replies rather than delaying its own sends.
 inline constexpr size_t kQuickOps = 8;
 inline constexpr int kQuickYields = 4;
-bool runQuick(Context& ctx, std::span<Op* const> ops);
+class QuickStarted {
+ public:
+  virtual void operator()() = 0;
+
+ protected:
+  ~QuickStarted() = default;
+};
+bool runQuick(Context& ctx, std::span<Op* const> ops, QuickStarted* started = nullptr);
 
 // The latency path's usual call, without the batch machinery: one collective that may run ahead
 // (Op::runsAhead), nothing aborted or poisoned, and one pass over the earlier calls' confirmations

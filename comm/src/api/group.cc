@@ -34,8 +34,11 @@ struct GroupState {
 
 // This thread's group. A thread_local with a constructor costs an initialisation check on every
 // access from a shared library; the plain pointer costs one lookup, and the state is made once.
+// The pointer takes the initial-exec model: a load at a fixed offset from the thread pointer, where
+// the default model calls __tls_get_addr (four times per Send/Recv group). Its 8 bytes come from
+// the static TLS that glibc reserves for libraries loaded later (the Python backend dlopens this one).
 GroupState& threadGroup() {
-  thread_local GroupState* cached = nullptr;
+  thread_local GroupState* cached __attribute__((tls_model("initial-exec"))) = nullptr;
   if (cached == nullptr) {
     thread_local GroupState state;
     cached = &state;
