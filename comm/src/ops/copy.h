@@ -1,8 +1,8 @@
 // Copies into user buffers, and into staging slots (StoreChooser::copyToSlot). Messages much
-// larger than the caches may be written with non-temporal (streaming) stores: the destination is not read for ownership first and does not evict the
-// staging buffers, which saves a third of the memory traffic of the final copy, on machines whose
-// streaming stores are fast. On others they are slower than ordinary stores, so each rank chooses
-// (StoreChooser).
+// larger than the caches may be written with non-temporal (streaming) stores: the destination is
+// not read for ownership first and does not evict the staging buffers, which saves a third of the
+// memory traffic of the final copy, on machines whose streaming stores are fast. On others they
+// are slower than ordinary stores, so each rank chooses (StoreChooser).
 #pragma once
 
 #include <cstddef>

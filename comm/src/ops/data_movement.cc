@@ -26,7 +26,8 @@ class BroadcastOp : public PhasedCollective {
     const bool root = ctx.rank() == a_.root;
     size_t k;
     if (root && stage(phase, 0, k)) {
-      ctx.stores().copyToSlot(ctx.slotHalf(a_.root, chunkId(k)), send + chunkOffset(k), bytes(chunkLen(k)), bytes(a_.count));
+      ctx.stores().copyToSlot(ctx.slotHalf(a_.root, chunkId(k)), send + chunkOffset(k), bytes(chunkLen(k)),
+                              bytes(a_.count));
     }
     if (root && send != recv && stage(phase, 1, k)) {
       std::memcpy(recv + chunkOffset(k), send + chunkOffset(k), bytes(chunkLen(k)));
@@ -52,7 +53,8 @@ class AllGatherOp : public PhasedCollective {
     auto* recv = static_cast<std::byte*>(a_.recv);
     size_t k;
     if (stage(phase, 0, k)) {
-      ctx.stores().copyToSlot(ctx.slotHalf(ctx.rank(), chunkId(k)), send + chunkOffset(k), bytes(chunkLen(k)), bytes(a_.count));
+      ctx.stores().copyToSlot(ctx.slotHalf(ctx.rank(), chunkId(k)), send + chunkOffset(k), bytes(chunkLen(k)),
+                              bytes(a_.count));
     }
     if (stage(phase, 1, k)) {
       const size_t message = bytes(a_.count) * ctx.size();
@@ -84,7 +86,9 @@ class AlltoAllOp : public PhasedCollective {
       std::byte* slot = ctx.slotHalf(me, chunkId(k));
       const size_t l = chunkLen(k);
       for (int b = 0; b < n; ++b) {
-        if (b != me) ctx.stores().copyToSlot(slot + bytes(b * l), send + bytes(b * a_.count) + chunkOffset(k), bytes(l), bytes(a_.count) * n);
+        if (b == me) continue;
+        ctx.stores().copyToSlot(slot + bytes(b * l), send + bytes(b * a_.count) + chunkOffset(k), bytes(l),
+                                bytes(a_.count) * n);
       }
     }
     if (stage(phase, 1, k)) {
