@@ -83,8 +83,8 @@ class StoreChooser {
   // peers from memory rather than from this core's cache. On the AMD EPYC VM the hypervisor at times
   // places the two vCPUs where lines moving between their caches cross at half speed or less, for
   // tens of seconds at a time. 2-rank AllGather of 64 MiB then took 20-22 ms with ordinary stores
-  // into the slots and 8.4-8.9 with streaming ones (Open MPI 10-11), and outside those spells
-  // 9.2-9.3 against 9.4-9.5; Broadcast of 256 MiB 37-48 against 39-43 (perf/RESULTS.md,
+  // into the slots and 7.7-10.7 with streaming ones (Open MPI 8.8-11.7), and outside those spells
+  // 9.0-9.4 against 9.4-9.5 (one 12.0); Broadcast of 256 MiB 37-48 against 39-43 (perf/RESULTS.md,
   // 2026-11-29, tenth). A trial made outside a spell would keep ordinary stores, so there is none.
   // The reductions stage with ordinary stores: outside the spells streaming ones made 2-rank
   // AllReduce of 256 MiB 20% slower (55-58 ms against 45-51) and ReduceScatter of 64 MiB 10%.
