@@ -40,25 +40,57 @@ TEST(StoreChooser, BothStoresCopyEveryByteAndNothingElse) {
   }
 }
 
+TEST(StoreChooser, OneSampleOfEachDecidesOnlyAcrossTheDecisiveMargin) {
+  using M = StoreChooser::Mode;
+  const uint64_t enough = StoreChooser::kTrialBytes, few = enough - 1;
+  const double m = StoreChooser::kDecisiveMargin;
+  static_assert(StoreChooser::kTrialSamples == 2, "the cases below take two samples as the full trial");
+  // Nothing yet, or one kind only.
+  EXPECT_EQ(StoreChooser::decide({}, {}, 0, 0), M::kAuto);
+  EXPECT_EQ(StoreChooser::decide({1.0}, {}, enough, 0), M::kAuto);
+  EXPECT_EQ(StoreChooser::decide({}, {5.0}, 0, enough), M::kAuto);
+  // One sample each: decided only when one kind is kDecisiveMargin times the other, either way.
+  EXPECT_EQ(StoreChooser::decide({1.0}, {m}, enough, enough), M::kStreaming);
+  EXPECT_EQ(StoreChooser::decide({m}, {1.0}, enough, enough), M::kOrdinary);
+  EXPECT_EQ(StoreChooser::decide({1.0}, {0.99 * m}, enough, enough), M::kAuto);
+  EXPECT_EQ(StoreChooser::decide({0.99 * m}, {1.0}, enough, enough), M::kAuto);
+  EXPECT_EQ(StoreChooser::decide({1.0}, {1.0}, enough, enough), M::kAuto);
+  // ... and only with kTrialBytes of each.
+  EXPECT_EQ(StoreChooser::decide({1.0}, {2 * m}, enough, few), M::kAuto);
+  EXPECT_EQ(StoreChooser::decide({2 * m}, {1.0}, few, enough), M::kAuto);
+  // The full trial decides at any gap: streaming stores need kStreamingMargin.
+  const double s = StoreChooser::kStreamingMargin;
+  EXPECT_EQ(StoreChooser::decide({1.0, 1.0}, {s, s}, enough, enough), M::kStreaming);
+  EXPECT_EQ(StoreChooser::decide({1.0, 1.0}, {0.99 * s, 0.99 * s}, enough, enough), M::kOrdinary);
+  EXPECT_EQ(StoreChooser::decide({1.0, 1.0}, {1.0}, enough, enough), M::kAuto) << "one streaming sample, no gap";
+  EXPECT_EQ(StoreChooser::decide({1.0, 1.0}, {1.0, 1.0}, few, enough), M::kAuto);
+}
+
 TEST(StoreChooser, TimesWholeMessagesOfBothKindsThenKeepsTheFaster) {
   // Messages of 32 MiB copied in 1 MiB pieces: one untimed message, then the kinds alternate
-  // message by message; a message is counted when the next one starts, and the class decides once
-  // each kind has kTrialSamples messages and kTrialBytes.
+  // message by message; a message is counted when the next one starts, and the class decides as
+  // decide() says: once one message of each is counted if they are far apart, else once each
+  // kind has kTrialSamples messages and kTrialBytes.
   const size_t piece = size_t{1} << 20, message = 4 * kStreamingMinBytes;
   const auto src = pattern(piece, 2);
   std::vector<unsigned char> dst(piece);
   StoreChooser chooser;
   const uint64_t perKind = std::max<uint64_t>(StoreChooser::kTrialSamples, StoreChooser::kTrialBytes / message);
   uint64_t id = 1;
-  for (; id <= 1 + 2 * perKind; ++id) {
+  for (; chooser.mode(message) == StoreChooser::Mode::kAuto && id <= 2 + 2 * perKind; ++id) {
     for (size_t p = 0; p < message / piece; ++p) {
       std::memset(dst.data(), 0, piece);
       chooser.copy(dst.data(), src.data(), piece, message, id);
       ASSERT_EQ(dst, src);
+      if (p == 0) {
+        // Message id's first copy counted message id - 1 (the untimed first message: none).
+        const uint64_t counted = id < 3 ? 0 : id - 2;
+        const bool decided = chooser.mode(message) != StoreChooser::Mode::kAuto;
+        ASSERT_EQ(decided, counted == 2 * perKind || (counted == 2 && decided)) << "message " << id;
+        if (decided) break;
+      }
     }
-    ASSERT_EQ(chooser.mode(message), StoreChooser::Mode::kAuto) << "decided during message " << id;
   }
-  chooser.copy(dst.data(), src.data(), piece, message, id);  // ends the trial's last message
   ASSERT_NE(chooser.mode(message), StoreChooser::Mode::kAuto);
   EXPECT_GT(chooser.rate(true, message), 0.0);
   EXPECT_GT(chooser.rate(false, message), 0.0);

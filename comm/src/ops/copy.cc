@@ -94,8 +94,14 @@ void StoreChooser::startMessage(uint64_t id, size_t messageBytes) {
   const int c = sizeClass(messageBytes);
   Trial& t = trials_[c];
   current_ = Message{id, c, false, false, 0, wallNs(), 0};
+  if (t.mode != Mode::kAuto) {  // decided by the message that just ended
+    current_.streaming = t.mode == Mode::kStreaming;
+    return;
+  }
   if (!t.warm) {
-    t.warm = true;  // the first message of its class: ordinary stores, untimed
+    t.warm = true;  // the first message of its class: streaming stores, untimed; ordinary next
+    current_.streaming = true;
+    t.nextStreaming = false;
     return;
   }
   current_.timed = true;
@@ -124,20 +130,30 @@ double median(std::vector<double> v) {
 }
 }  // namespace
 
+StoreChooser::Mode StoreChooser::decide(const std::vector<double>& ordinary, const std::vector<double>& streaming,
+                                        uint64_t ordinaryBytes, uint64_t streamingBytes) {
+  const size_t fewest = std::min(ordinary.size(), streaming.size());
+  if (fewest == 0 || ordinaryBytes < kTrialBytes || streamingBytes < kTrialBytes) return Mode::kAuto;
+  const double fast = median(streaming), plain = median(ordinary);
+  const bool decisive = fast >= kDecisiveMargin * plain || plain >= kDecisiveMargin * fast;
+  if (fewest < kTrialSamples && !decisive) return Mode::kAuto;
+  return fast >= kStreamingMargin * plain ? Mode::kStreaming : Mode::kOrdinary;
+}
+
 void StoreChooser::record(Trial& t, bool streaming, size_t bytes, int64_t ns) {
   t.bytes[streaming] += bytes;
   t.rates[streaming].push_back(static_cast<double>(bytes) / static_cast<double>(std::max<int64_t>(ns, 1)));
-  if (t.bytes[0] >= kTrialBytes && t.bytes[1] >= kTrialBytes && t.rates[0].size() >= kTrialSamples &&
-      t.rates[1].size() >= kTrialSamples) {
+  t.mode = decide(t.rates[0], t.rates[1], t.bytes[0], t.bytes[1]);
+  if (t.mode != Mode::kAuto) {
     const double fast = median(t.rates[1]), plain = median(t.rates[0]);
-    t.mode = fast >= kStreamingMargin * plain ? Mode::kStreaming : Mode::kOrdinary;
     const int c = static_cast<int>(&t - trials_);
     const size_t from = (kStreamingMinBytes >> 20) << (2 * c);
     char upTo[32] = "";
     if (c + 1 < kSizeClasses) std::snprintf(upTo, sizeof upTo, " to %zu MiB", 4 * from);
     char line[240];
-    std::snprintf(line, sizeof line, "%s, messages from %zu MiB%s: streaming stores %.2f GB/s, ordinary %.2f: %s",
-                  what_, from, upTo, fast, plain, t.mode == Mode::kStreaming ? "streaming" : "ordinary");
+    std::snprintf(line, sizeof line, "%s, messages from %zu MiB%s: streaming stores %.2f GB/s (%zu samples), ordinary %.2f (%zu): %s",
+                  what_, from, upTo, fast, t.rates[1].size(), plain, t.rates[0].size(),
+                  t.mode == Mode::kStreaming ? "streaming" : "ordinary");
     logInfo(line);
   }
 }

@@ -27,9 +27,14 @@ void copyOut(void* dst, const void* src, size_t bytes, bool streaming);
 // does not saves the reads for ownership with streaming stores, so a choice made on 16 MiB does not
 // hold at 256 MiB (2-rank AllReduce out of place on the Intel Xeon VM, 480 MiB of L3: 4.1 GB/s at
 // 256 MiB after a choice made at 16 MiB, 5.2 with streaming stores; perf/RESULTS.md, 2026-11-29).
-//   copy() from 32 MiB: whole messages alternate between the kinds (after one untimed message per
-//           class, whose first touches cost both kinds alike), each timed on the wall clock from
-//           its first copy to its last. A copy timed alone flatters ordinary stores: the dirty
+//   copy() from 32 MiB: whole messages alternate between the kinds, ordinary stores first, each
+//           timed on the wall clock from its first copy to its last, after one untimed message per
+//           class (its first touches cost both kinds alike) written with streaming stores, the
+//           kind that saves the reads for ownership of messages this large: where they are the
+//           faster, the trial then spends one message on the slower kind, not three (2-rank
+//           AllReduce of 64 and 256 MiB, `-n 5 -w 2`, on the Intel Xeon VM: 15.1 and 61.6 ms ->
+//           13.5 and 54.0, forced streaming stores 13.1 and 54.4; perf/RESULTS.md, 2026-12-01).
+//           A copy timed alone flatters ordinary stores: the dirty
 //           lines they leave are written back during the path's other passes, where a streaming
 //           store paid at once (there: copies timed alone kept ordinary stores at 9.2-9.8 GB/s
 //           against 8.5-8.7, and the calls ran at 3.9-4.3 GB/s busbw against 4.8-5.8 with
@@ -39,9 +44,9 @@ void copyOut(void* dst, const void* src, size_t bytes, bool streaming);
 //           the last-level cache may hold, where a trial of whole messages cost more than it found
 //           (2-rank AllReduce of 16 MiB, 20 calls: 5.9-6.1 GB/s against 6.6-6.7 with the ordinary
 //           stores it kept), and registered reductions, whose pieces each stream into every output.
-// A class decides once each kind has kTrialSamples samples and kTrialBytes; the kind with the
-// higher median rate then stays. The choice changes only the speed, never the bytes written, so
-// ranks may choose differently.
+// A class decides (decide()) once each kind has kTrialBytes and kTrialSamples samples, or a single
+// sample each that are kDecisiveMargin apart; the kind with the higher median rate then stays. The
+// choice changes only the speed, never the bytes written, so ranks may choose differently.
 class StoreChooser {
  public:
   enum class Mode { kAuto, kStreaming, kOrdinary };
@@ -56,9 +61,19 @@ class StoreChooser {
   static constexpr size_t kTrialPieceBytes = 1 << 20;
   // Samples (messages, or pieces of run()'s work) of each kind before a class decides.
   static constexpr size_t kTrialSamples = 2;
+  // One sample of each decides when one kind's rate is this many times the other's: a gap this
+  // wide is past a sample's noise, and the second round of a whole-message trial would cost a
+  // message of the slower kind. Streaming against ordinary stores, 2-rank AllReduce of 64 and
+  // 256 MiB on the Intel Xeon VM: 5.02-5.06 GB/s against 3.80-3.84 (1.31-1.33x); run to run, the
+  // same kind's calls varied by under 10% there (perf/RESULTS.md, 2026-12-01).
+  static constexpr double kDecisiveMargin = 1.2;
   // Size classes of messages from kStreamingMinBytes, each 4x the last; the last has no end.
   static constexpr int kSizeClasses = 4;
   static int sizeClass(size_t messageBytes);
+  // The verdict of a trial with these samples (bytes per ns) and bytes of each kind: kAuto while
+  // it needs more.
+  static Mode decide(const std::vector<double>& ordinary, const std::vector<double>& streaming,
+                     uint64_t ordinaryBytes, uint64_t streamingBytes);
 
   // `what`: the work it chooses for, in its log line. With `warmUp`, run() does its work with
   // ordinary stores, untimed, until the caller calls warmedUp(): a peer's pages are mapped into
@@ -139,7 +154,7 @@ class StoreChooser {
     size_t bytes = 0;
     int64_t start = 0, end = 0;  // wall clock: its first copy's start, its last copy's end
   };
-  // Counts one sample; decides once both kinds have kTrialSamples and kTrialBytes.
+  // Counts one sample; decides as decide() says.
   void record(Trial& t, bool streaming, size_t bytes, int64_t ns);
   // Ends the current message (a sample, if timed) and starts `id`.
   void startMessage(uint64_t id, size_t messageBytes);
