@@ -7,6 +7,10 @@
 // communicator still usable). shared by the many-host suite (vector_coll_cases.h).
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -32,6 +36,70 @@ TEST_P(VectorColl, ReduceScattervExact) {
 
 TEST_P(VectorColl, OnAStreamAndInAGroup) {
   runRanks(GetParam(), [](Rank& rk) { ASSERT_EQ(streamAndGroupCases(rk), ""); });
+}
+
+// Small calls run as values on the caller's thread (runQuickVector); one whose peer is late moves
+// to the heap and waits there, blocking or on a stream. Each call has a different late rank, and
+// every output is exact.
+TEST_P(VectorColl, SmallCallsWaitForALateRankAndStayExact) {
+  runRanks(GetParam(), [](Rank& rk) {
+    const int n = rk.nranks, me = rk.rank;
+    cfxStream_t stream = nullptr;
+    ASSERT_EQ(cfxStreamCreate(&stream), cfxSuccess);
+    for (int call = 0; call < 2 * n + 2; ++call) {
+      const int late = call % n;
+      cfxStream_t s = call % 2 == 0 ? nullptr : stream;
+      // AlltoAllv: rank i sends 1 + (i + j + call) % 3 int32 to rank j, value 1000 i + 10 j + call.
+      std::vector<size_t> sc(n), sd(n), rc(n), rd(n);
+      size_t sent = 0, received = 0;
+      for (int j = 0; j < n; ++j) {
+        sc[j] = 1 + (me + j + call) % 3;
+        sd[j] = sent;
+        sent += sc[j];
+        rc[j] = 1 + (j + me + call) % 3;
+        rd[j] = received;
+        received += rc[j];
+      }
+      std::vector<int32_t> in(sent), out(received, -1);
+      for (int j = 0; j < n; ++j) std::fill_n(in.begin() + sd[j], sc[j], 1000 * me + 10 * j + call);
+      // AllGatherv of 1 + (rank + call) % 2 elements, ReduceScatterv of as many per rank.
+      std::vector<size_t> gc(n), gd(n);
+      size_t gathered = 0;
+      for (int j = 0; j < n; ++j) {
+        gc[j] = 1 + (j + call) % 2;
+        gd[j] = gathered;
+        gathered += gc[j];
+      }
+      std::vector<int32_t> mine(gc[me], 7 * me + call), all(gathered, -1);
+      std::vector<int32_t> parts(gathered), reduced(gc[me], -1);
+      for (size_t e = 0; e < gathered; ++e) parts[e] = static_cast<int32_t>(me + e + call);
+      if (me == late) usleep(20000);
+      ASSERT_EQ(cfxAlltoAllv(in.data(), sc.data(), sd.data(), out.data(), rc.data(), rd.data(), cfxInt32, rk.comm, s),
+                cfxSuccess)
+          << cfxGetLastError(rk.comm);
+      ASSERT_EQ(cfxAllGatherv(mine.data(), gc[me], all.data(), gc.data(), gd.data(), cfxInt32, rk.comm, s), cfxSuccess)
+          << cfxGetLastError(rk.comm);
+      ASSERT_EQ(cfxReduceScatterv(parts.data(), reduced.data(), gc.data(), cfxInt32, cfxSum, rk.comm, s), cfxSuccess)
+          << cfxGetLastError(rk.comm);
+      if (s != nullptr) {
+        ASSERT_EQ(cfxStreamSynchronize(s), cfxSuccess) << cfxGetLastError(rk.comm);
+      }
+      for (int j = 0; j < n; ++j) {
+        for (size_t e = 0; e < rc[j]; ++e) {
+          ASSERT_EQ(out[rd[j] + e], 1000 * j + 10 * me + call) << "AlltoAllv call " << call << " block of rank " << j;
+        }
+        for (size_t e = 0; e < gc[j]; ++e) {
+          ASSERT_EQ(all[gd[j] + e], 7 * j + call) << "AllGatherv call " << call << " block of rank " << j;
+        }
+      }
+      for (size_t e = 0; e < gc[me]; ++e) {
+        int32_t want = 0;
+        for (int r = 0; r < n; ++r) want += static_cast<int32_t>(r + gd[me] + e + call);
+        ASSERT_EQ(reduced[e], want) << "ReduceScatterv call " << call << " element " << e;
+      }
+    }
+    ASSERT_EQ(cfxStreamDestroy(stream), cfxSuccess);
+  });
 }
 
 TEST_P(VectorColl, CountsThatDisagreeFailEveryRankNamingBoth) {

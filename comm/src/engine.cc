@@ -328,6 +328,17 @@ bool Engine::runQuick(std::span<P2pOp> ops, Stream* stream, Outcome& out) {
 }
 
 bool Engine::runQuick(MailboxOp& op, const flight::Call& call, Stream* stream, Outcome& out) {
+  struct Spill final : QuickSpill {
+    Engine& engine;
+    MailboxOp& op;
+    Spill(Engine& e, MailboxOp& o) : engine(e), op(o) {}
+    std::unique_ptr<Op> toHeap() override { return std::make_unique<MailboxOp>(op); }
+    std::unique_ptr<Op> keep() override { return engine.keepEarly(op); }
+  } spill(*this, op);
+  return runQuick(op, call, stream, out, spill);
+}
+
+bool Engine::runQuick(Op& op, const flight::Call& call, Stream* stream, Outcome& out, QuickSpill& spill) {
   flight::dumpIfRequested();
   if (!claimFast()) return false;
   if (recorder_) op.flightId = recorder_->add(call);
@@ -338,7 +349,7 @@ bool Engine::runQuick(MailboxOp& op, const flight::Call& call, Stream* stream, O
     finished = false;  // the usual path meets it again, from the same state, and reports it
   }
   if (!finished) {
-    std::unique_ptr<Op> left = std::make_unique<MailboxOp>(op);
+    std::unique_ptr<Op> left = spill.toHeap();
     if (stream != nullptr) {
       runClaimed(std::span<std::unique_ptr<Op>>(&left, 1), stream);
       return true;
@@ -349,7 +360,7 @@ bool Engine::runQuick(MailboxOp& op, const flight::Call& call, Stream* stream, O
   }
   ctx_.flushRing();
   if (recorder_) recorder_->finished(op.flightId, true);
-  settleEarly(op.done() ? nullptr : keepEarly(op));
+  settleEarly(op.done() ? nullptr : spill.keep());
   release();
   return true;
 }

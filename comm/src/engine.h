@@ -58,6 +58,17 @@ class Completion {
   Outcome outcome_;
 };
 
+// The heap copy of an operation that runQuick ran as the caller's value and that now has to wait
+// (toHeap), or that returned before its confirmation (keep; toHeap's by default).
+class QuickSpill {
+ public:
+  virtual std::unique_ptr<Op> toHeap() = 0;
+  virtual std::unique_ptr<Op> keep() { return toHeap(); }
+
+ protected:
+  ~QuickSpill() = default;
+};
+
 class Engine {
  public:
   // `onFailure` (optional) runs once, on the failing thread, when the engine latches a failure
@@ -97,6 +108,9 @@ class Engine {
   // then copied to the heap to be confirmed by later calls; or copied there and taking the usual
   // path from where it stopped, as runQuick above.
   bool runQuick(MailboxOp& op, const flight::Call& call, Stream* stream, Outcome& out);
+  // The same for another operation that may run ahead (Op::runsAhead; the v-collectives' check on
+  // the mailboxes), with `spill` for its heap copies.
+  bool runQuick(Op& op, const flight::Call& call, Stream* stream, Outcome& out, QuickSpill& spill);
   // Waits until everything queued has run.
   void drain();
   // The latched failure; else a failure of a peer that reaches this rank's next operation.

@@ -9,6 +9,7 @@
 
 #include "common/arith.h"
 #include "context.h"
+#include "engine.h"
 #include "shm_layout.h"
 #include "vector_coll.h"
 
@@ -98,5 +99,9 @@ void checkLines(const VectorCall& s);
 // On one host: the check on the latency path's mailboxes, which also moves the blocks the line
 // carries (VectorLine) and copies this rank's own block (vector_mailbox_op.cc).
 std::unique_ptr<Op> makeMailboxCheck(std::shared_ptr<VectorCall> s);
+// The same check as a value on this thread (Engine::runQuick), recorded as `call`: false, with
+// nothing run, when the engine is not idle. Else true, the outcome in `out` (or left with the
+// progress thread for `stream`); `s` then moved to the heap if the check had to wait.
+bool runQuickCheck(Engine& engine, VectorCall& s, const flight::Call& call, Stream* stream, Outcome& out);
 
 }  // namespace conflux

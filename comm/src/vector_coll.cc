@@ -312,12 +312,61 @@ void addTransfers(const Communicator& comm, const std::shared_ptr<VectorCall>& s
 }  // namespace
 
 VectorArgs::VectorArgs(VectorKind k, const void* s, void* r, int nranks, cfxDataType_t type, cfxRedOp_t redOp)
-    : kind(k), send(s), recv(r), datatype(type), op(redOp), arrays(4 * static_cast<size_t>(nranks)) {
+    : kind(k), send(s), recv(r), datatype(type), op(redOp) {
   const size_t n = static_cast<size_t>(nranks);
-  sendCounts = std::span<size_t>(arrays.data(), n);
-  sendDispls = std::span<size_t>(arrays.data() + n, n);
-  recvCounts = std::span<size_t>(arrays.data() + 2 * n, n);
-  recvDispls = std::span<size_t>(arrays.data() + 3 * n, n);
+  if (n > kInlineRanks) heap_.resize(4 * n);
+  bind(n);
+  std::fill_n(sendCounts.data(), 4 * n, size_t{0});
+}
+
+VectorArgs::VectorArgs(VectorArgs&& o) noexcept
+    : kind(o.kind), send(o.send), recv(o.recv), datatype(o.datatype), op(o.op), keep(std::move(o.keep)),
+      heap_(std::move(o.heap_)) {
+  const size_t n = o.sendCounts.size();
+  if (heap_.empty()) std::copy_n(o.sendCounts.data(), 4 * n, inline_);
+  bind(n);
+}
+
+VectorArgs& VectorArgs::operator=(VectorArgs&& o) noexcept {
+  if (this == &o) return *this;
+  kind = o.kind;
+  send = o.send;
+  recv = o.recv;
+  datatype = o.datatype;
+  op = o.op;
+  keep = std::move(o.keep);
+  heap_ = std::move(o.heap_);
+  const size_t n = o.sendCounts.size();
+  if (heap_.empty()) std::copy_n(o.sendCounts.data(), 4 * n, inline_);
+  bind(n);
+  return *this;
+}
+
+void VectorArgs::bind(size_t n) {
+  size_t* at = heap_.empty() ? inline_ : heap_.data();
+  sendCounts = std::span<size_t>(at, n);
+  sendDispls = std::span<size_t>(at + n, n);
+  recvCounts = std::span<size_t>(at + 2 * n, n);
+  recvDispls = std::span<size_t>(at + 3 * n, n);
+}
+
+bool runQuickVector(Communicator& comm, VectorArgs& args, Stream* stream, Outcome& out) {
+  const int n = comm.size(), me = comm.rank();
+  if (!comm.onOneHost() || n > VectorLine::kMaxLineRanks) return false;
+  const VectorLine line{n, args.kind};
+  const size_t esize = reduce::dataTypeSize(args.datatype);
+  for (int r = 0; r < n; ++r) {
+    if (r == me) continue;
+    const size_t sent = args.sendCounts[r] * esize, received = args.recvCounts[r] * esize;
+    if ((sent > 0 && !line.carries(sent)) || (received > 0 && !line.carries(received))) return false;
+  }
+  // ReduceScatterv reduces in the check only the blocks the lines carry (addTransfers).
+  const size_t mine = args.recvCounts[me] * esize;
+  if (args.kind == VectorKind::kReduceScatterv && mine > 0 && !line.carries(mine)) return false;
+  VectorCall s(std::move(args), n, me);
+  if (runQuickCheck(comm.engine(), s, flightCallOf(s.a, me), stream, out)) return true;
+  args = std::move(s.a);
+  return false;
 }
 
 std::vector<std::unique_ptr<Op>> makeVectorCollective(const Communicator& comm, VectorArgs args) {

@@ -26,11 +26,13 @@
 
 #include "conflux/conflux.h"
 #include "ops/op.h"
+#include "outcome.h"
 #include "scratch_pool.h"
 
 namespace conflux {
 
 class Communicator;
+class Stream;
 
 enum class VectorKind { kAlltoAllv = 0, kAllGatherv, kReduceScatterv };
 
@@ -43,18 +45,26 @@ struct VectorArgs {
   // Elements this rank sends to / receives from each rank, and where they lie (elements from the
   // buffer's start). AllGatherv: sendCounts[r] = sendcount for every r, sendDispls all 0.
   // ReduceScatterv: the receive counts are recvcounts[me] from every rank, into temporaries.
-  // The four arrays lie in `arrays` (one allocation per call); filled by the caller.
+  // The four arrays lie in this object (up to kInlineRanks ranks) or in one allocation; filled by
+  // the caller.
   std::span<size_t> sendCounts, sendDispls, recvCounts, recvDispls;
   // A temporary that `send` or `recv` points into, kept while the call's operations live.
   std::shared_ptr<ScratchPool::Buffer> keep = nullptr;
 
   VectorArgs(VectorKind k, const void* s, void* r, int nranks, cfxDataType_t type, cfxRedOp_t redOp);
-  VectorArgs(VectorArgs&&) = default;  // the spans keep pointing into the moved `arrays`
-  VectorArgs& operator=(VectorArgs&&) = default;
+  // Moves point the spans into this object's arrays.
+  VectorArgs(VectorArgs&& o) noexcept;
+  VectorArgs& operator=(VectorArgs&& o) noexcept;
   VectorArgs(const VectorArgs&) = delete;
+  VectorArgs& operator=(const VectorArgs&) = delete;
+
+  static constexpr size_t kInlineRanks = 16;
 
  private:
-  std::vector<size_t> arrays;
+  // Points the four spans into the arrays of `ranks` entries each (inline_ or heap_).
+  void bind(size_t ranks);
+  std::vector<size_t> heap_;
+  size_t inline_[4 * kInlineRanks];
 };
 
 // The padded block (elements) an AllGatherv or ReduceScatterv of `counts` (one per rank, every
@@ -91,6 +101,15 @@ struct VectorLine {
 
 // The batch for one call (argument checks were done by the caller).
 std::vector<std::unique_ptr<Op>> makeVectorCollective(const Communicator& comm, VectorArgs args);
+// The call run on this thread without building operations, as the latency path's collectives are
+// (Engine::runQuick), where its batch would be the check on the mailboxes alone: one host, every
+// block between two ranks in the lines. Returns false, `args` as they were and nothing run, when
+// it cannot be (then submit makeVectorCollective's batch); else true, the outcome in `out`.
+// It saves the heap blocks (VectorArgs' arrays up to kInlineRanks ranks, the shared call, the
+// check, the batch) and the batch machinery: 1-rank AlltoAllv of 8 B 2,513 -> 1,693 instructions
+// per call (callgrind); median us, 2 ranks 8 B 0.43 -> 0.40, 4 ranks on 2 CPUs 64 B 2.58 -> 2.30
+// (perf/RESULTS.md, 2026-12-01).
+bool runQuickVector(Communicator& comm, VectorArgs& args, Stream* stream, Outcome& out);
 
 const char* vectorKindName(VectorKind kind);
 

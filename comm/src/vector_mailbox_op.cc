@@ -21,6 +21,7 @@
 #include "common/error.h"
 #include "ops/mailbox_op.h"
 #include "reduce/kernels.h"
+#include "engine.h"
 #include "vector_call.h"
 
 namespace conflux {
@@ -38,8 +39,14 @@ OpDescriptor descriptorOf(const VectorArgs& a) {
 
 class MailboxCheckOp final : public Op {
  public:
-  explicit MailboxCheckOp(std::shared_ptr<VectorCall> s)
-      : s_(std::move(s)), line_{s_->n, s_->a.kind}, call_(descriptorOf(s_->a)) {}
+  explicit MailboxCheckOp(std::shared_ptr<VectorCall> s) : MailboxCheckOp(*s) { owner_ = std::move(s); }
+  // The quick path's value (runQuickCheck): `s` outlives it, or it moves to the heap first.
+  explicit MailboxCheckOp(VectorCall& s) : s_(&s), line_{s.n, s.a.kind}, call_(descriptorOf(s.a)) {}
+  // This operation's state, on the call `owner`.
+  MailboxCheckOp(const MailboxCheckOp& o, std::shared_ptr<VectorCall> owner) : MailboxCheckOp(o) {
+    s_ = owner.get();
+    owner_ = std::move(owner);
+  }
 
   bool progress(Context& ctx) override;
   bool done() const override { return done_; }
@@ -55,7 +62,8 @@ class MailboxCheckOp final : public Op {
     return ctx.mailbox(r, seq_).data + line_.offset(r, s_->me);
   }
 
-  std::shared_ptr<VectorCall> s_;
+  VectorCall* s_;
+  std::shared_ptr<VectorCall> owner_;  // empty on the quick path
   VectorLine line_;
   OpDescriptor call_;
   uint64_t seq_ = 0;
@@ -161,5 +169,18 @@ void MailboxCheckOp::waitingOn(const Context& ctx, std::vector<int>& ranks) cons
 }  // namespace
 
 std::unique_ptr<Op> makeMailboxCheck(std::shared_ptr<VectorCall> s) { return std::make_unique<MailboxCheckOp>(std::move(s)); }
+
+bool runQuickCheck(Engine& engine, VectorCall& s, const flight::Call& call, Stream* stream, Outcome& out) {
+  MailboxCheckOp op(s);
+  struct ToHeap final : QuickSpill {
+    MailboxCheckOp& op;
+    VectorCall& s;
+    ToHeap(MailboxCheckOp& o, VectorCall& c) : op(o), s(c) {}
+    std::unique_ptr<Op> toHeap() override {
+      return std::make_unique<MailboxCheckOp>(op, std::make_shared<VectorCall>(std::move(s)));
+    }
+  } spill(op, s);
+  return engine.runQuick(op, call, stream, out, spill);
+}
 
 }  // namespace conflux

@@ -74,7 +74,7 @@ cfxResult_t cfxAlltoAllv(const void* sendbuff, const size_t sendcounts[], const 
     if (sendBytes > 0 && recvBytes > 0 && s < r + recvBytes && r < s + sendBytes) {
       invalid("sendbuff and recvbuff overlap (AlltoAllv has no in-place form)");
     }
-    submitAll(comm, c, stream, makeVectorCollective(c, std::move(a)));
+    submitVector(comm, c, stream, std::move(a));
   });
 }
 
@@ -99,7 +99,7 @@ cfxResult_t cfxAllGatherv(const void* sendbuff, size_t sendcount, void* recvbuff
         recvbuff ? static_cast<const char*>(recvbuff) + a.recvDispls[me] * conflux::reduce::dataTypeSize(datatype)
                  : nullptr;
     checkOverlap(sendbuff, sendBytes, recvbuff, recvBytes, inPlace, "sendbuff == recvbuff + displs[rank]");
-    submitAll(comm, c, stream, makeVectorCollective(c, std::move(a)));
+    submitVector(comm, c, stream, std::move(a));
   });
 }
 
@@ -124,7 +124,7 @@ cfxResult_t cfxReduceScatterv(const void* sendbuff, void* recvbuff, const size_t
                  : nullptr;
     checkOverlap(recvbuff, recvBytes, sendbuff, sendBytes, inPlace,
                  "recvbuff == sendbuff + (recvcounts[0] + ... + recvcounts[rank - 1])");
-    submitAll(comm, c, stream, makeVectorCollective(c, std::move(a)));
+    submitVector(comm, c, stream, std::move(a));
   });
 }
 

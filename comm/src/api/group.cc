@@ -239,6 +239,17 @@ bool submitQuick(cfxComm_t comm, Communicator& impl, cfxStream_t stream, const P
   return true;
 }
 
+void submitVector(cfxComm_t comm, Communicator& impl, cfxStream_t stream, VectorArgs args) {
+  if (threadGroup().depth == 0) {
+    Outcome out;
+    if (runQuickVector(impl, args, static_cast<Stream*>(stream), out)) {
+      out.raise();
+      return;
+    }
+  }
+  submitAll(comm, impl, stream, makeVectorCollective(impl, std::move(args)));
+}
+
 void submitAll(cfxComm_t comm, Communicator& impl, cfxStream_t stream, std::vector<std::unique_ptr<Op>> ops) {
   if (GroupState& g = threadGroup(); g.depth > 0) {
     for (auto& op : ops) addTo(g, comm, stream, std::move(op));

@@ -11,6 +11,7 @@
 #include "ops/op.h"
 #include "ops/p2p.h"
 #include "outcome.h"
+#include "vector_coll.h"
 
 namespace conflux {
 class Communicator;
@@ -37,5 +38,8 @@ bool submitQuick(cfxComm_t comm, Communicator& impl, cfxStream_t stream, const P
 void submitCollective(cfxComm_t comm, Communicator& impl, cfxStream_t stream, const CollArgs& a);
 // The same for the operations of one call, which run together as a group's do.
 void submitAll(cfxComm_t comm, Communicator& impl, cfxStream_t stream, std::vector<std::unique_ptr<Op>> ops);
+// One v-collective call: outside a group, without building operations when it can
+// (runQuickVector); else its batch (makeVectorCollective), as submitAll.
+void submitVector(cfxComm_t comm, Communicator& impl, cfxStream_t stream, VectorArgs args);
 
 }  // namespace conflux::api
