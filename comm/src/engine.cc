@@ -328,17 +328,18 @@ bool Engine::runQuick(std::span<P2pOp> ops, Stream* stream, Outcome& out) {
 }
 
 bool Engine::runQuick(MailboxOp& op, const flight::Call& call, Stream* stream, Outcome& out) {
-  struct Spill final : QuickSpill {
-    Engine& engine;
-    MailboxOp& op;
-    Spill(Engine& e, MailboxOp& o) : engine(e), op(o) {}
-    std::unique_ptr<Op> toHeap() override { return std::make_unique<MailboxOp>(op); }
-    std::unique_ptr<Op> keep() override { return engine.keepEarly(op); }
-  } spill(*this, op);
-  return runQuick(op, call, stream, out, spill);
+  return runQuickWith(
+      op, call, stream, out, [&] { return std::unique_ptr<Op>(std::make_unique<MailboxOp>(op)); },
+      [&] { return keepEarly(op); });
 }
 
 bool Engine::runQuick(Op& op, const flight::Call& call, Stream* stream, Outcome& out, QuickSpill& spill) {
+  return runQuickWith(op, call, stream, out, [&] { return spill.toHeap(); }, [&] { return spill.keep(); });
+}
+
+template <class ToHeap, class Keep>
+bool Engine::runQuickWith(Op& op, const flight::Call& call, Stream* stream, Outcome& out, ToHeap&& toHeap,
+                          Keep&& keep) {
   flight::dumpIfRequested();
   if (!claimFast()) return false;
   if (recorder_) op.flightId = recorder_->add(call);
@@ -349,7 +350,7 @@ bool Engine::runQuick(Op& op, const flight::Call& call, Stream* stream, Outcome&
     finished = false;  // the usual path meets it again, from the same state, and reports it
   }
   if (!finished) {
-    std::unique_ptr<Op> left = spill.toHeap();
+    std::unique_ptr<Op> left = toHeap();
     if (stream != nullptr) {
       runClaimed(std::span<std::unique_ptr<Op>>(&left, 1), stream);
       return true;
@@ -360,7 +361,7 @@ bool Engine::runQuick(Op& op, const flight::Call& call, Stream* stream, Outcome&
   }
   ctx_.flushRing();
   if (recorder_) recorder_->finished(op.flightId, true);
-  settleEarly(op.done() ? nullptr : spill.keep());
+  settleEarly(op.done() ? nullptr : keep());
   release();
   return true;
 }

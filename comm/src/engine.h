@@ -131,6 +131,9 @@ class Engine {
   // A heap copy of `op` to await its confirmation in early_, in the block of a confirmed one when
   // there is one (a Broadcast root's every call lands here: no allocation per call).
   std::unique_ptr<Op> keepEarly(const MailboxOp& op);
+  // Both runQuick for one operation: `toHeap()` and `keep()` make its heap copies (QuickSpill).
+  template <class ToHeap, class Keep>
+  bool runQuickWith(Op& op, const flight::Call& call, Stream* stream, Outcome& out, ToHeap&& toHeap, Keep&& keep);
   void threadMain();
 
   // Moves the caller's operations into a vector of their own (to queue them).
