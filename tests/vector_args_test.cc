@@ -42,7 +42,8 @@ bool inside(const VectorArgs& a) {
 TEST(VectorArgs, MovesCarryEveryArrayInlineOrOnTheHeap) {
   for (size_t n : {size_t{1}, size_t{3}, VectorArgs::kInlineRanks, VectorArgs::kInlineRanks + 1, size_t{63}}) {
     const bool inl = n <= VectorArgs::kInlineRanks;
-    auto a = std::make_unique<VectorArgs>(VectorKind::kAlltoAllv, nullptr, nullptr, static_cast<int>(n), cfxInt8, cfxSum);
+    auto a =
+        std::make_unique<VectorArgs>(VectorKind::kAlltoAllv, nullptr, nullptr, static_cast<int>(n), cfxInt8, cfxSum);
     for (size_t r = 0; r < n; ++r) ASSERT_EQ(a->sendCounts[r] + a->recvDispls[r], 0u) << "not zeroed, n " << n;
     EXPECT_EQ(inside(*a), inl) << "n " << n;
     fill(*a, 10);

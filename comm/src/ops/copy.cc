@@ -151,7 +151,8 @@ void StoreChooser::record(Trial& t, bool streaming, size_t bytes, int64_t ns) {
     char upTo[32] = "";
     if (c + 1 < kSizeClasses) std::snprintf(upTo, sizeof upTo, " to %zu MiB", 4 * from);
     char line[240];
-    std::snprintf(line, sizeof line, "%s, messages from %zu MiB%s: streaming stores %.2f GB/s (%zu samples), ordinary %.2f (%zu): %s",
+    std::snprintf(line, sizeof line,
+                  "%s, messages from %zu MiB%s: streaming stores %.2f GB/s (%zu samples), ordinary %.2f (%zu): %s",
                   what_, from, upTo, fast, t.rates[1].size(), plain, t.rates[0].size(),
                   t.mode == Mode::kStreaming ? "streaming" : "ordinary");
     logInfo(line);
