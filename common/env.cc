@@ -26,6 +26,7 @@ const std::vector<Variable>& registry() {
       {"CFX_ALGO", "auto", "Algorithm: auto, mailbox, direct or rsag on one host (comm/src/ops/tuning.h); ring, tree, rhd or flat between hosts (docs/scaling.md)."},
       {"CFX_DIRECT_MAX_BYTES", "0", "Largest AllReduce/Reduce (bytes) that uses the direct algorithm; 0: built-in rule."},
       {"CFX_CMA", "auto", "Single-copy AllGather/AlltoAll/Broadcast through process_vm_readv: auto (when the host allows it), 1 or 0."},
+      {"CFX_GATHER_PATH", "auto", "AllGather and Broadcast of more than 16 MiB of output where single copies are allowed (CFX_CMA): staged, single (process_vm_readv), or auto: local rank 0 tries both per size class and every rank follows it (comm/src/ops/path_trial.h)."},
       {"CFX_CMA_MIN_BYTES", "16384", "Smallest AllGather/AlltoAll/Broadcast (bytes of output), and block of a v-collective, that uses the single copy."},
       {"CFX_CMA_REDUCE_MIN_BYTES", "auto", "Smallest AllReduce/Reduce (bytes) that reduces over single copies: auto (AllReduce 16 KiB, Reduce 64 KiB) or one number for both."},
       {"CFX_STREAMING_STORES", "auto", "Copies into user buffers of messages of 8 MiB or more: 1: streaming (non-temporal) stores; 0: ordinary stores; auto: each rank times both on its first such copies and keeps the faster (comm/src/ops/copy.h). Staged Broadcast, AllGather and AlltoAll of 16 MiB or more per rank write their slots with streaming stores unless 0."},

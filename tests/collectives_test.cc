@@ -88,13 +88,14 @@ INSTANTIATE_TEST_SUITE_P(ForcedCma, SingleCopyTest,
                          });
 
 // Large copies into user buffers with either kind of store forced (by default each rank times both
-// on its first large copies, which LargeCount above covers).
+// on its first large copies, which LargeCount above covers). AllGather and Broadcast this large
+// stage only on the staged path, which CFX_GATHER_PATH forces (gather_path_test.cc covers the other).
 class StoresTest : public ::testing::TestWithParam<std::tuple<C, int, const char*>> {};
 
 TEST_P(StoresTest, ExactResults) {
   auto [c, n, streaming] = GetParam();
   RunOptions o;
-  o.env = {std::string("CFX_STREAMING_STORES=") + streaming};
+  o.env = {std::string("CFX_STREAMING_STORES=") + streaming, "CFX_GATHER_PATH=staged"};
   runRanks(n, [c = c](Rank& rk) {
     for (bool inPlace : {false, true}) ASSERT_EQ(runCase(rk, c, cfxFloat32, cfxSum, kLargeCount, inPlace), "");
     if (reduces(c)) {

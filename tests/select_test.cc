@@ -69,9 +69,17 @@ TEST(HostAlgoRule, SingleCopyForLargeDataMovementWhereAllowed) {
   EXPECT_EQ(selectHostAlgo(call(Coll::kBroadcast, 1 << 20), t, 2), HostAlgo::kSingleCopy);
   EXPECT_EQ(selectHostAlgo(call(Coll::kAlltoAll, 1 << 20), t, 2), HostAlgo::kSingleCopy);
   EXPECT_EQ(selectHostAlgo(call(Coll::kBroadcast, 1024), t, 2), HostAlgo::kStagedBroadcast);  // under the minimum
-  // Beyond kCmaMaxGatherBytes AllGather and Broadcast stage (streaming stores move less).
-  EXPECT_EQ(selectHostAlgo(call(Coll::kBroadcast, Tuning::kCmaMaxGatherBytes / 4 + 1), t, 2),
-            HostAlgo::kStagedBroadcast);
+  // Beyond kCmaMaxGatherBytes AllGather and Broadcast build the staged operation, which takes the
+  // path local rank 0 chooses at its first barrier (ops/path_trial.h): staged or single copy.
+  const CollArgs large = call(Coll::kBroadcast, Tuning::kCmaMaxGatherBytes / 4 + 1);
+  EXPECT_EQ(selectHostAlgo(large, t, 2), HostAlgo::kStagedBroadcast);
+  EXPECT_TRUE(useGatherTrial(large, t, 2));
+  EXPECT_TRUE(useGatherTrial(call(Coll::kAllGather, Tuning::kCmaMaxGatherBytes / 8 + 1), t, 2));
+  EXPECT_FALSE(useGatherTrial(call(Coll::kAllGather, Tuning::kCmaMaxGatherBytes / 8), t, 2));  // the single copy
+  EXPECT_FALSE(useGatherTrial(call(Coll::kAlltoAll, Tuning::kCmaMaxGatherBytes), t, 2));
+  CollArgs outer = large;
+  outer.outerCall = 1;  // a step of a call across hosts keeps the staged path
+  EXPECT_FALSE(useGatherTrial(outer, t, 2));
   // In-place AlltoAll cannot read a peer's input that the peer overwrites meanwhile.
   CollArgs inPlace = call(Coll::kAlltoAll, 1 << 20);
   inPlace.recv = const_cast<void*>(inPlace.send);
@@ -80,6 +88,10 @@ TEST(HostAlgoRule, SingleCopyForLargeDataMovementWhereAllowed) {
   EXPECT_EQ(selectHostAlgo(call(Coll::kAllReduce, 1 << 20), t, 2), HostAlgo::kRsag);
   t.forced = Algo::kRsag;  // a forced algorithm turns it off
   EXPECT_EQ(selectHostAlgo(call(Coll::kAllGather, 1 << 20), t, 2), HostAlgo::kStagedAllGather);
+  EXPECT_FALSE(useGatherTrial(large, t, 2));
+  t.forced = Algo::kAuto;
+  t.cma = false;  // and so does CMA's being off
+  EXPECT_FALSE(useGatherTrial(large, t, 2));
 }
 
 // A v-collective's block takes the single copy from CFX_CMA_MIN_BYTES, however large (there is no

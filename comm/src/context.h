@@ -15,6 +15,7 @@
 
 #include "common/error.h"
 #include "ops/copy.h"
+#include "ops/path_trial.h"
 #include "health.h"
 #include "registered_buffers.h"
 #include "shm_layout.h"
@@ -78,6 +79,12 @@ class Context {
   // The same choice for AllReduce and Reduce on registered buffers, which time their own work
   // (ops/zero_copy.cc): a copy there is faster or slower by which output it writes.
   StoreChooser& zeroCopyStores() { return zeroCopyStores_; }
+  // Local rank 0's choice between the staged path and the single copy for large AllGather and
+  // Broadcast (ops/path_trial.h); its choice for operation `seq`, published before that op's first
+  // barrier, read by every rank after it.
+  PathTrial& gatherPaths() { return gatherPaths_; }
+  void publishGatherPath(uint64_t seq, GatherPath p) { control(rank_).gatherPath[seq & 1] = static_cast<int32_t>(p); }
+  GatherPath gatherPath(uint64_t seq) const { return static_cast<GatherPath>(control(0).gatherPath[seq & 1]); }
   // Two-level reduction (see shm_layout.h): the NUMA domains of the local ranks (0: flat), the
   // ranks of domain d (ascending), and domain d's partial-sum half for chunk `chunk`.
   int domains() const { return static_cast<int>(layout_.domains); }
@@ -163,6 +170,7 @@ class Context {
   std::vector<shm::Channel> channels_;
   StoreChooser stores_{StoreChooser::modeFromEnv()};
   StoreChooser zeroCopyStores_{StoreChooser::modeFromEnv(), "registered AllReduce, Reduce and ReduceScatter", true};
+  PathTrial gatherPaths_{PathTrial::modeFromEnv()};
   RegisteredBuffers registered_;
   Health health_;
   // The lowest operation every rank had finished when last read: allFinished answers from it

@@ -34,12 +34,13 @@ struct OpDescriptor {
   // number among the communicator's collective calls; 0 for a call on one host.
   uint64_t outer = 0;
   uint32_t outerSeq = 0;
-  uint32_t flags = 0;  // kDescAgreeOnBuffers, kDescSingleCopyReduce
+  uint32_t flags = 0;  // kDescAgreeOnBuffers, kDescSingleCopyReduce, kDescGatherTrial
 
   bool operator==(const OpDescriptor&) const = default;
 };
 inline constexpr uint32_t kDescAgreeOnBuffers = 1;   // CollArgs::agreeOnBuffers
 inline constexpr uint32_t kDescSingleCopyReduce = 2;  // CollArgs::singleCopyReduce
+inline constexpr uint32_t kDescGatherTrial = 4;       // CollArgs::gatherTrial
 // The name of collective `coll` (Coll in ops/op.h, then the v-collectives' checks from 6:
 // vector_mailbox_op.cc) for messages; "unknown collective" if out of range.
 const char* collectiveName(int32_t coll);
@@ -91,6 +92,9 @@ struct alignas(64) RankControl {
   alignas(64) OpDescriptor desc[2];               // current op, double-buffered by sequence parity
   uint64_t cmaAddress[2][2];                      // the op's send and receive buffers for single copies, same parity
   PublishedBuffer buffers[2][2];                  // the op's registered send and recv buffers, same parity
+  // Local rank 0's: the path of a large AllGather or Broadcast (ops/path_trial.h, GatherPath),
+  // written before the op's first barrier, same parity.
+  int32_t gatherPath[2];
   // Registered AllReduce and Reduce: how many spans of this rank's slice have been claimed, by
   // this rank or by a peer done with its own (ops/zero_copy.cc); same parity, reset by this rank
   // when it publishes its buffers. A line of its own: this rank bumps it once per span.

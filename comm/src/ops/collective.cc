@@ -1,6 +1,7 @@
 #include "ops/collective.h"
 
 #include <algorithm>
+#include <ctime>
 
 #include "common/arith.h"
 #include "ops/single_copy.h"
@@ -18,7 +19,8 @@ OpDescriptor callDescriptor(const CollArgs& a) {
   d.count = a.count;
   d.outer = a.outerCall;
   d.outerSeq = a.outerSeq;
-  d.flags = (a.agreeOnBuffers ? kDescAgreeOnBuffers : 0) | (a.singleCopyReduce ? kDescSingleCopyReduce : 0);
+  d.flags = (a.agreeOnBuffers ? kDescAgreeOnBuffers : 0) | (a.singleCopyReduce ? kDescSingleCopyReduce : 0) |
+            (a.gatherTrial ? kDescGatherTrial : 0);
   return d;
 }
 
@@ -54,6 +56,7 @@ bool PhasedCollective::progress(Context& ctx) {
       ctx.registered().publish(desc_.seq, sendBytes > 0 ? a_.send : nullptr, sendBytes,
                                recvBytes > 0 ? a_.recv : nullptr, recvBytes);
       if (a_.singleCopyReduce) ctx.publishCmaAddress(desc_.seq, a_.send, recvBytes > 0 ? a_.recv : nullptr);
+      if (a_.gatherTrial) startGatherTrial(ctx);
       barrier_ = ctx.arrive();
     } else {
       phases_ = plan(ctx);
@@ -76,18 +79,25 @@ bool PhasedCollective::progress(Context& ctx) {
       if (!planned_) {
         zeroCopy_ = zeroCopyReady(ctx, a_, desc_.seq);
         singleCopy_ = !zeroCopy_ && a_.singleCopyReduce && singleCopyReduceReady(ctx, a_, desc_.seq);
-        phases_ = zeroCopy_ || singleCopy_ ? 2 : plan(ctx);
+        gatherSingle_ = !zeroCopy_ && a_.gatherTrial && ctx.gatherPath(desc_.seq) == GatherPath::kSingleCopy;
+        phases_ = zeroCopy_ || singleCopy_ || gatherSingle_ ? 2 : plan(ctx);
         planned_ = true;
         continue;
       }
     }
     if (phase_ == phases_) {
+      if (trialStartNs_ >= 0 && !zeroCopy_) {
+        const GatherPath path = gatherSingle_ ? GatherPath::kSingleCopy : GatherPath::kStaged;
+        ctx.gatherPaths().record(gatherOutputBytes(a_, ctx.size()), path, wallNs() - trialStartNs_);
+      }
       ctx.finishOp(desc_.seq);
       done_ = true;
       return true;
     }
     if (singleCopy_) {
       if (phase_ == 0) runSingleCopyReduce(ctx, a_, desc_.seq);  // then only a barrier, as below
+    } else if (gatherSingle_) {
+      if (phase_ == 0) runSingleCopyGather(ctx, a_, desc_.seq);  // the same
     } else if (!zeroCopy_) {
       runPhase(ctx, phase_);
     } else if (phase_ == 0) {  // then only a barrier: no rank leaves while a peer uses its buffers
@@ -97,6 +107,21 @@ bool PhasedCollective::progress(Context& ctx) {
     moved = true;
     if (phase_ < phases_) barrier_ = ctx.arrive();
   }
+}
+
+void PhasedCollective::startGatherTrial(Context& ctx) {
+  ctx.publishCmaAddress(desc_.seq, a_.send);
+  if (ctx.rank() != 0) return;
+  const size_t bytes = gatherOutputBytes(a_, ctx.size());
+  const PathTrial::Pick pick = ctx.gatherPaths().next(bytes);
+  ctx.publishGatherPath(desc_.seq, pick.path);
+  if (pick.timed) trialStartNs_ = wallNs();
+}
+
+int64_t PhasedCollective::wallNs() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
 }
 
 std::string PhasedCollective::describe(const Context& ctx) const {

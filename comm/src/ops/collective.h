@@ -72,6 +72,10 @@ class PhasedCollective : public Op {
  private:
   // Fails if a rank announced a different call for this sequence number in its mailbox.
   void checkMailboxes(const Context& ctx) const;
+  // A large AllGather or Broadcast (CollArgs::gatherTrial): publishes this rank's input for single
+  // copies, and on local rank 0 the path of this call, timed while its trial runs.
+  void startGatherTrial(Context& ctx);
+  static int64_t wallNs();
   // Every rank must have finished this operation before this one publishes (see above).
   uint64_t gateSeq() const { return desc_.seq > 2 ? desc_.seq - 2 : 0; }
 
@@ -83,6 +87,8 @@ class PhasedCollective : public Op {
   bool planned_ = false;    // plan() ran (after the first barrier when the call agrees on buffers)
   bool zeroCopy_ = false;   // every rank's buffers are registered: ops/zero_copy.h, not runPhase
   bool singleCopy_ = false;  // ops/single_copy.h's reduction (singleCopyReduceReady), not runPhase
+  bool gatherSingle_ = false;  // local rank 0 chose the single copy (ops/path_trial.h), not runPhase
+  int64_t trialStartNs_ = -1;  // local rank 0, while its path trial runs: when this call published
   bool checked_ = false;
   bool done_ = false;
 };

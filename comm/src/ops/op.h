@@ -73,6 +73,9 @@ struct CollArgs {
   // With agreeOnBuffers: the call reduces over cross-memory attach (up to 16 MiB, or when every
   // rank is in place: ops/single_copy.h). Set alike by every rank (useSingleCopyReduce), and in the descriptor.
   bool singleCopyReduce = false;
+  // With agreeOnBuffers: a large AllGather or Broadcast whose path, staged or single copy, local
+  // rank 0 chooses (ops/path_trial.h). Set alike by every rank (useGatherTrial), and in the descriptor.
+  bool gatherTrial = false;
 };
 
 // Whether collective `c` applies a reduction op.

@@ -58,6 +58,7 @@ std::unique_ptr<Op> makeCollective(const CollArgs& args, const Tuning& tuning, i
   // AllReduce and Reduce from 16 and 64 KiB reduce over cross-memory attach (above 16 MiB only when
   // every rank is in place, which the ranks learn at the call's first barrier; ops/single_copy.h).
   if (useSingleCopyReduce(a, tuning)) a.singleCopyReduce = a.agreeOnBuffers = true;
+  if (useGatherTrial(a, tuning, nranks)) a.gatherTrial = a.agreeOnBuffers = true;
   switch (algo) {
     case HostAlgo::kSingleCopy: return makeSingleCopy(a);
     case HostAlgo::kStagedBroadcast: return makeStagedBroadcast(a);

@@ -81,13 +81,8 @@ class SingleCopyOp : public PhasedCollective {
     if (phase != 1) return;
     switch (a_.coll) {
       case Coll::kAllGather:
-        for (int r = 0; r < n; ++r) {
-          if (r == me) {
-            if (send != recv + me * block) std::memcpy(recv + me * block, send, block);
-          } else {
-            readPeer(ctx, r, recv + r * block, ctx.cmaAddress(r, seq()), block);
-          }
-        }
+      case Coll::kBroadcast:
+        runSingleCopyGather(ctx, a_, seq());
         break;
       case Coll::kAlltoAll:
         for (int r = 0; r < n; ++r) {
@@ -97,13 +92,6 @@ class SingleCopyOp : public PhasedCollective {
           } else {
             readPeer(ctx, r, recv + r * block, theirs, block);
           }
-        }
-        break;
-      case Coll::kBroadcast:
-        if (me == a_.root) {
-          if (send != recv) std::memcpy(recv, send, block);
-        } else {
-          readPeer(ctx, a_.root, recv, ctx.cmaAddress(a_.root, seq()), block);
         }
         break;
       default:
@@ -119,6 +107,39 @@ class SingleCopyOp : public PhasedCollective {
 size_t reduceChunkBytes(int nranks) { return std::clamp<size_t>((size_t{512} << 10) / nranks, 32 << 10, 128 << 10); }
 
 }  // namespace
+
+void runSingleCopyGather(Context& ctx, const CollArgs& a, uint64_t seq) {
+  const auto* send = static_cast<const std::byte*>(a.send);
+  auto* recv = static_cast<std::byte*>(a.recv);
+  const int n = ctx.size(), me = ctx.rank();
+  const size_t block = a.count * reduce::dataTypeSize(a.datatype);
+  if (a.coll == Coll::kBroadcast) {
+    if (me == a.root) {
+      if (send != recv) std::memcpy(recv, send, block);
+    } else {
+      readPeer(ctx, a.root, recv, ctx.cmaAddress(a.root, seq), block);
+    }
+    return;
+  }
+  for (int r = 0; r < n; ++r) {
+    if (r == me) {
+      if (send != recv + me * block) std::memcpy(recv + me * block, send, block);
+    } else {
+      readPeer(ctx, r, recv + r * block, ctx.cmaAddress(r, seq), block);
+    }
+  }
+}
+
+bool useGatherTrial(const CollArgs& a, const Tuning& tuning, int nranks) {
+  if (!tuning.cma || tuning.forced != Algo::kAuto || a.outerCall != 0) return false;
+  if (a.coll != Coll::kAllGather && a.coll != Coll::kBroadcast) return false;
+  return gatherOutputBytes(a, nranks) > Tuning::kCmaMaxGatherBytes;
+}
+
+size_t gatherOutputBytes(const CollArgs& a, int nranks) {
+  const size_t block = a.count * reduce::dataTypeSize(a.datatype);
+  return a.coll == Coll::kAllGather ? block * nranks : block;
+}
 
 bool useSingleCopyReduce(const CollArgs& a, const Tuning& tuning) {
   if (!tuning.cma || tuning.forced != Algo::kAuto || a.outerCall != 0) return false;

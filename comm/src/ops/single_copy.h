@@ -15,6 +15,15 @@ namespace conflux {
 // Whether a call takes the single-copy path (large AllGather, AlltoAll or Broadcast, CMA allowed).
 bool useSingleCopy(const CollArgs& a, const Tuning& tuning, int nranks);
 std::unique_ptr<Op> makeSingleCopy(const CollArgs& a);
+// AllGather and Broadcast: this rank's part of the single copy of operation `seq`, every rank's
+// input address published (Context::publishCmaAddress) before a barrier; a barrier must follow it.
+void runSingleCopyGather(Context& ctx, const CollArgs& a, uint64_t seq);
+// Whether a large AllGather or Broadcast (beyond Tuning::kCmaMaxGatherBytes of output, CMA allowed,
+// no algorithm forced, not a step of a call across hosts) takes the path local rank 0 chooses
+// (ops/path_trial.h; CollArgs::gatherTrial).
+bool useGatherTrial(const CollArgs& a, const Tuning& tuning, int nranks);
+// Bytes of a Broadcast's or AllGather's output on `nranks` ranks.
+size_t gatherOutputBytes(const CollArgs& a, int nranks);
 
 // AllReduce and Reduce (ops/single_copy.cc). Whether a call may take the path (from
 // CFX_CMA_REDUCE_MIN_BYTES, CMA allowed, no algorithm forced, not a step of a call across hosts):

@@ -66,8 +66,9 @@ struct Tuning {
   // Across hosts, AllGatherv and ReduceScatterv padded to the largest count by at most this
   // fraction take the hierarchical collective (CFX_VCOLL_PADDING; vector_coll.h).
   double vcollPadding = 0.25;
-  // AllGather and Broadcast stop using it here: beyond, the staged path with streaming stores
-  // moves less memory (measured; perf/RESULTS.md).
+  // AllGather and Broadcast take it up to here; beyond, the path local rank 0 chooses at each call's
+  // first barrier, the staged one (streaming stores into the slots) or this (ops/path_trial.h):
+  // which is faster depends on the machine.
   static constexpr size_t kCmaMaxGatherBytes = 16 << 20;
 
   // `ownCpus`: each rank of this host can have a CPU of its own (single copies need it).
