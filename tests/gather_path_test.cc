@@ -30,7 +30,9 @@ TEST_P(GatherPathTest, EveryPathAndTheTrialAreExact) {
   RunOptions o;
   o.env = {"CFX_CMA=1", std::string("CFX_GATHER_PATH=") + path};
   runRanks(n, [c = c](Rank& rk) {
-    for (int i = 0; i < kCalls; ++i) ASSERT_EQ(runCase(rk, c, cfxFloat32, cfxSum, kCount, i % 2 == 1), "") << "call " << i;
+    for (int i = 0; i < kCalls; ++i) {
+      ASSERT_EQ(runCase(rk, c, cfxFloat32, cfxSum, kCount, i % 2 == 1), "") << "call " << i;
+    }
   }, o);
 }
 

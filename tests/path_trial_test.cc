@@ -22,7 +22,8 @@ TEST(PathTrial, WarmsUpOnTheSingleCopyThenAlternatesStagedFirst) {
     EXPECT_FALSE(p.timed) << "warm call " << i;
   }
   // Within the decisive margin: two calls of each, staged first, then the verdict.
-  const GatherPath order[] = {GatherPath::kStaged, GatherPath::kSingleCopy, GatherPath::kStaged, GatherPath::kSingleCopy};
+  const GatherPath order[] = {GatherPath::kStaged, GatherPath::kSingleCopy, GatherPath::kStaged,
+                              GatherPath::kSingleCopy};
   const int64_t ns[] = {1000, 1050, 1100, 1000};
   for (int i = 0; i < 4; ++i) {
     const PathTrial::Pick p = t.next(kBytes);

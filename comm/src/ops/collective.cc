@@ -1,7 +1,7 @@
 #include "ops/collective.h"
 
 #include <algorithm>
-#include <ctime>
+#include <chrono>
 
 #include "common/arith.h"
 #include "ops/single_copy.h"
@@ -9,6 +9,13 @@
 #include "reduce/kernels.h"
 
 namespace conflux {
+
+namespace {
+int64_t wallNs() {
+  const auto now = std::chrono::steady_clock::now().time_since_epoch();
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(now).count();
+}
+}  // namespace
 
 OpDescriptor callDescriptor(const CollArgs& a) {
   OpDescriptor d;
@@ -116,12 +123,6 @@ void PhasedCollective::startGatherTrial(Context& ctx) {
   const PathTrial::Pick pick = ctx.gatherPaths().next(bytes);
   ctx.publishGatherPath(desc_.seq, pick.path);
   if (pick.timed) trialStartNs_ = wallNs();
-}
-
-int64_t PhasedCollective::wallNs() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
 }
 
 std::string PhasedCollective::describe(const Context& ctx) const {

@@ -75,7 +75,6 @@ class PhasedCollective : public Op {
   // A large AllGather or Broadcast (CollArgs::gatherTrial): publishes this rank's input for single
   // copies, and on local rank 0 the path of this call, timed while its trial runs.
   void startGatherTrial(Context& ctx);
-  static int64_t wallNs();
   // Every rank must have finished this operation before this one publishes (see above).
   uint64_t gateSeq() const { return desc_.seq > 2 ? desc_.seq - 2 : 0; }
 

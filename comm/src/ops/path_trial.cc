@@ -39,7 +39,9 @@ PathTrial::Mode PathTrial::modeFromEnv() {
 
 PathTrial::Pick PathTrial::next(size_t bytes) {
   Trial& t = trials_[sizeClass(bytes)];
-  if (t.mode != Mode::kAuto) return {t.mode == Mode::kSingleCopy ? GatherPath::kSingleCopy : GatherPath::kStaged, false};
+  if (t.mode != Mode::kAuto) {
+    return {t.mode == Mode::kSingleCopy ? GatherPath::kSingleCopy : GatherPath::kStaged, false};
+  }
   if (t.warmCalls < kWarmCalls) {
     ++t.warmCalls;
     return {GatherPath::kSingleCopy, false};
