@@ -2,8 +2,8 @@
 // warm calls of comm/src/ops/path_trial.h): a forked child holds a buffer of S MiB, written once;
 // the parent, its own destination written once too, reads the child's buffer whole with
 // process_vm_readv, call after call, and prints each call's time, then memcpy's over the same
-// buffers. On the Intel Xeon VM (2026-12-02, 16 MiB): 4.89 4.70 2.70 2.21 1.76 then 1.6-2.0 ms,
-// memcpy 1.52; the buffers madvised MADV_HUGEPAGE ("huge"): 2.95 2.67 1.78 then 1.23-1.38.
+// buffers. On the Intel Xeon VM (2026-12-02, 16 MiB): 5.17 4.47 2.88 2.28 then 2.0-2.2 ms, memcpy
+// 1.52; the buffers madvised MADV_HUGEPAGE ("huge"): 2.94 2.56 1.57 then 1.20-1.41.
 //
 //   build/perf/cma_warmup [MiB=16] [calls=30] [huge]
 #include <sys/mman.h>
