@@ -26,6 +26,7 @@ std::vector<const KernelTable*> tablesOnThisCpu() {
   }
   if (cpuHasAvx512()) t.push_back(&kernelsAvx512());
   if (cpuHasAvx512Bf16()) t.push_back(&kernelsAvx512Bf16());
+  if (cpuHasAvx512Fp16()) t.push_back(&kernelsAvx512Fp16());
   return t;
 }
 

@@ -3,7 +3,7 @@
 //   out:   bytes of output per second (a reduce of 2 inputs also reads twice as much);
 //   moved: bytes read and written per second ((nsrc + 1) x bytes, against memcpy's 2 x bytes),
 //          the memory bandwidth the kernel achieves.
-//   reduce_kernel_bench [bytes_per_buffer=262144] [nsrc=2] [isa=best|generic|avx2|avx512]
+//   reduce_kernel_bench [bytes_per_buffer=262144] [nsrc=2] [isa=best|generic|avx2|avx512|avx512bf16|avx512fp16]
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -67,6 +67,7 @@ int main(int argc, char** argv) {
                              : isa == "avx2"  ? kernelsAvx2()
                              : isa == "avx512" ? kernelsAvx512()
                              : isa == "avx512bf16" ? kernelsAvx512Bf16()
+                             : isa == "avx512fp16" ? kernelsAvx512Fp16()
                                                : kernels();
   std::vector<std::vector<uint8_t>> src(nsrc, std::vector<uint8_t>(bytes));
   std::vector<uint8_t> dst(bytes);

@@ -13,9 +13,12 @@ bool cpuHasAvx512Bf16() {
   return cpuHasAvx512() && __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512bf16");
 }
 
+bool cpuHasAvx512Fp16() { return cpuHasAvx512Bf16() && __builtin_cpu_supports("avx512fp16"); }
+
 const KernelTable& kernels() {
   static const KernelTable& chosen = []() -> const KernelTable& {
     __builtin_cpu_init();
+    if (cpuHasAvx512Fp16()) return kernelsAvx512Fp16();
     if (cpuHasAvx512Bf16()) return kernelsAvx512Bf16();
     if (cpuHasAvx512()) return kernelsAvx512();
     if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c")) {

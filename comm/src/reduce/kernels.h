@@ -26,9 +26,11 @@ const KernelTable& kernelsGeneric();
 const KernelTable& kernelsAvx2();    // requires AVX2, FMA and F16C
 const KernelTable& kernelsAvx512();  // requires AVX-512F, BW and VL, and AVX2
 const KernelTable& kernelsAvx512Bf16();  // requires the above, AVX-512DQ and AVX-512 BF16
+const KernelTable& kernelsAvx512Fp16();  // requires the above and AVX-512 FP16
 // Whether this CPU runs each table.
 bool cpuHasAvx512();
 bool cpuHasAvx512Bf16();
+bool cpuHasAvx512Fp16();
 // The best table this CPU supports.
 const KernelTable& kernels();
 

@@ -182,6 +182,10 @@ void reduceNarrowSimd(typename V::Store* __restrict dst, const void* const* srcs
   vset1(div, static_cast<float>(divisor));
   size_t i = 0;
   for (; i + V::kStep <= count; i += V::kStep) {
+    // 1 KiB ahead of each source: large inputs come from memory, and these steps spend long enough
+    // on conversions that the hardware prefetchers fell behind (bf16 sum of two 32 MiB inputs on
+    // the Intel Xeon VM: 4.6-5.1 -> 5.4-6.4 GB/s; fp8 2.2 -> 2.4-2.8).
+    for (int k = 0; k < n; ++k) _mm_prefetch(reinterpret_cast<const char*>(src(k) + i) + 1024, _MM_HINT_T0);
     F lo, hi, lo2, hi2;
     V::load(src(0) + i, lo, hi);
     for (int k = 1; k < n; ++k) {
