@@ -77,44 +77,48 @@ TEST(Kernels, EveryIsaGivesTheSameBits) {
   }
 }
 
-// fp8 has vector kernels of its own (fp8_simd.h, and fp16_native.h for two sources with AVX-512
-// FP16): every pair of codes, every op, on every instruction set, against the portable kernels
-// (one pass of 65,536 elements, plus a tail of 5).
-TEST(Kernels, Fp8EveryPairOfCodesGivesTheSameBits) {
+// Two sources a[i] and b[i] of type `t` (element type T), every op (Avg by 2, and by 3, which
+// keeps the fp32 kernels even where two sources reduce in fp16), on every instruction set against
+// the portable kernels.
+template <class T>
+void expectPairsMatchGeneric(cfxDataType_t t, const std::vector<T>& a, const std::vector<T>& b) {
   auto tables = tablesOnThisCpu();
-  const size_t count = 256 * 256 + 5;
-  std::vector<uint8_t> a(count), b(count);
-  for (size_t i = 0; i < count; ++i) {
-    a[i] = static_cast<uint8_t>(i >> 8);
-    b[i] = static_cast<uint8_t>(i);
-  }
+  const size_t count = a.size();
   const void* ptrs[2] = {a.data(), b.data()};
-  for (cfxDataType_t t : {cfxFloat8e4m3, cfxFloat8e5m2}) {
-    for (int op = 0; op < cfxNumOps; ++op) {
-      for (int divisor : {2, 3}) {  // Avg by 3: the fp32 kernels even where two fp8 sources reduce in fp16
-        if (divisor != 2 && op != cfxAvg) continue;
-        std::vector<uint8_t> ref(count), out(count);
-        tables[0]->fn[t][op](ref.data(), ptrs, 2, count, divisor);
-        for (size_t k = 1; k < tables.size(); ++k) {
-          std::fill(out.begin(), out.end(), 0);
-          tables[k]->fn[t][op](out.data(), ptrs, 2, count, divisor);
-          for (size_t i = 0; i < count; ++i) {
-            ASSERT_EQ(ref[i], out[i]) << tables[k]->isa << " " << dataTypeName(t) << " "
-                                      << redOpName(static_cast<cfxRedOp_t>(op)) << " (divisor " << divisor << ") of codes "
-                                      << int{a[i]} << " and " << int{b[i]};
-          }
+  for (int op = 0; op < cfxNumOps; ++op) {
+    for (int divisor : {2, 3}) {
+      if (divisor != 2 && op != cfxAvg) continue;
+      std::vector<T> ref(count), out(count);
+      tables[0]->fn[t][op](ref.data(), ptrs, 2, count, divisor);
+      for (size_t k = 1; k < tables.size(); ++k) {
+        std::fill(out.begin(), out.end(), T{0});
+        tables[k]->fn[t][op](out.data(), ptrs, 2, count, divisor);
+        for (size_t i = 0; i < count; ++i) {
+          ASSERT_EQ(ref[i], out[i]) << tables[k]->isa << " " << dataTypeName(t) << " "
+                                    << redOpName(static_cast<cfxRedOp_t>(op)) << " (divisor " << divisor
+                                    << ") of codes 0x" << std::hex << uint32_t{a[i]} << " and 0x" << uint32_t{b[i]};
         }
       }
     }
   }
 }
 
+// fp8 has vector kernels of its own (fp8_simd.h, and fp16_native.h for two sources with AVX-512
+// FP16): every pair of codes (one pass of 65,536 elements, plus a tail of 5).
+TEST(Kernels, Fp8EveryPairOfCodesGivesTheSameBits) {
+  const size_t count = 256 * 256 + 5;
+  std::vector<uint8_t> a(count), b(count);
+  for (size_t i = 0; i < count; ++i) {
+    a[i] = static_cast<uint8_t>(i >> 8);
+    b[i] = static_cast<uint8_t>(i);
+  }
+  for (cfxDataType_t t : {cfxFloat8e4m3, cfxFloat8e5m2}) expectPairsMatchGeneric(t, a, b);
+}
+
 // With AVX-512 FP16, two fp16 sources reduce in fp16 arithmetic (fp16_native.h): every fp16 code
 // against a set of others (zeros, subnormals, the ends of the normal range, infinities, NaNs,
-// neighbours of 1 and random codes), every op, Avg by 2 and by 3 (which keeps the fp32 kernels),
-// on every instruction set against the portable kernels.
+// neighbours of 1 and random codes).
 TEST(Kernels, HalfEveryCodeAgainstASetGivesTheSameBits) {
-  auto tables = tablesOnThisCpu();
   std::vector<uint16_t> others = {0x0000, 0x8000, 0x0001, 0x8001, 0x03ff, 0x0400, 0x0401, 0x3bff, 0x3c00, 0x3c01,
                                   0x3800, 0x1400, 0x7bff, 0xfbff, 0x7bfe, 0x7c00, 0xfc00, 0x7e00, 0xfe01, 0x7c01};
   std::mt19937_64 rng(7);
@@ -125,22 +129,7 @@ TEST(Kernels, HalfEveryCodeAgainstASetGivesTheSameBits) {
     a[i] = static_cast<uint16_t>(i);
     b[i] = others[(i >> 16) % others.size()];
   }
-  const void* ptrs[2] = {a.data(), b.data()};
-  for (int op = 0; op < cfxNumOps; ++op) {
-    for (int divisor : {2, 3}) {
-      if (divisor != 2 && op != cfxAvg) continue;
-      std::vector<uint16_t> ref(count), out(count);
-      tables[0]->fn[cfxFloat16][op](ref.data(), ptrs, 2, count, divisor);
-      for (size_t k = 1; k < tables.size(); ++k) {
-        std::fill(out.begin(), out.end(), 0);
-        tables[k]->fn[cfxFloat16][op](out.data(), ptrs, 2, count, divisor);
-        for (size_t i = 0; i < count; ++i) {
-          ASSERT_EQ(ref[i], out[i]) << tables[k]->isa << " half " << redOpName(static_cast<cfxRedOp_t>(op)) << " (divisor "
-                                    << divisor << ") of codes 0x" << std::hex << a[i] << " and 0x" << b[i];
-        }
-      }
-    }
-  }
+  expectPairsMatchGeneric(cfxFloat16, a, b);
 }
 
 template <class T>
