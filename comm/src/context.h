@@ -125,6 +125,16 @@ class Context {
 
   // Small-message mailboxes (see shm_layout.h).
   Mailbox& mailbox(int r, uint64_t seq) const { return control(r).mailbox[seq % kMailboxSlots]; }
+  // The operation this rank's mailbox for `seq` last published (0: none), from a private copy:
+  // loading the mailbox's own sequence number missed whenever its reader had taken the line, and
+  // the store that followed then waited for a second transfer (2-rank Broadcast and Reduce of 8 B,
+  // root: about 0.22 -> 0.15 us per call on the Intel Xeon VM, perf/RESULTS.md 2026-12-02 (third)).
+  uint64_t heldInMailbox(uint64_t seq) const { return held_[seq % kMailboxSlots]; }
+  // Publishes this rank's mailbox `box` for operation `seq` (the data and the call written first).
+  void publishMailbox(Mailbox& box, uint64_t seq) {
+    held_[seq % kMailboxSlots] = seq;
+    box.seq.store(seq, std::memory_order_release);
+  }
   // This rank finished operation `seq`. The peers (one may wait to reuse a mailbox) are woken by
   // the next ringAll() or flushRing(): a latency-path call finishes the previous call and publishes
   // its own in one step, so both share one fence and one look at the peers' doorbells.
@@ -184,6 +194,7 @@ class Context {
   uint64_t barrierSeq_ = 0;
   uint64_t chunkSeq_ = 0;
   uint64_t opSeq_ = 0;
+  uint64_t held_[kMailboxSlots] = {};  // heldInMailbox
 };
 
 }  // namespace conflux

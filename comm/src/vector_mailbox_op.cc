@@ -158,7 +158,7 @@ std::string MailboxCheckOp::describe(const Context& ctx) const {
 void MailboxCheckOp::waitingOn(const Context& ctx, std::vector<int>& ranks) const {
   if (seq_ == 0 || checked_) return;
   if (!published_) {
-    ctx.allFinished(ctx.mailbox(ctx.rank(), seq_).seq.load(std::memory_order_relaxed), &ranks);
+    ctx.allFinished(ctx.heldInMailbox(seq_), &ranks);
     return;
   }
   for (int r = next_; r < ctx.size(); ++r) {

@@ -55,7 +55,7 @@ bool PhasedCollective::progress(Context& ctx) {
     // there, and we see its mailbox below.
     Mailbox& box = ctx.mailbox(ctx.rank(), desc_.seq);
     box.call = desc_;
-    box.seq.store(desc_.seq, std::memory_order_release);
+    ctx.publishMailbox(box, desc_.seq);
     if (a_.agreeOnBuffers) {
       // Where this rank's buffers lie, then a barrier before choosing the path (ops/zero_copy.h).
       size_t sendBytes, recvBytes;

@@ -109,7 +109,7 @@ std::string MailboxOp::describe(const Context& ctx) const {
 void MailboxOp::waitingOn(const Context& ctx, std::vector<int>& ranks) const {
   if (seq_ == 0) return;
   if (!published_) {
-    ctx.allFinished(ctx.mailbox(ctx.rank(), seq_).seq.load(std::memory_order_relaxed), &ranks);
+    ctx.allFinished(ctx.heldInMailbox(seq_), &ranks);
     return;
   }
   for (int r = ready_ ? confirmed_ : next_; r < ctx.size(); ++r) {

@@ -37,10 +37,10 @@ bool publishInMailbox(Context& ctx, uint64_t& seq, OpDescriptor& call, bool& pub
   }
   if (published) return moved;
   Mailbox& mine = ctx.mailbox(ctx.rank(), seq);
-  if (!ctx.allFinished(mine.seq.load(std::memory_order_relaxed))) return moved;  // still read
+  if (!ctx.allFinished(ctx.heldInMailbox(seq))) return moved;  // still read
   fill(mine);
   mine.call = call;
-  mine.seq.store(seq, std::memory_order_release);
+  ctx.publishMailbox(mine, seq);
   published = true;
   ctx.oweRing();
   return true;
