@@ -231,8 +231,25 @@ bool runExpress(Context& ctx, Op& op, std::span<const std::unique_ptr<Op>> pendi
   }
   const size_t unconfirmed = pending.size() - confirmed;
   if (unconfirmed >= window) return false;
-  op.progress(ctx);
-  return op.done() || op.readyEarly();  // done: every earlier call is (they finish in order)
+  // Polled as runQuick polls: the peers of a call on the latency path are usually a moment away,
+  // and the full run copies the call to the heap and sets up its waiting first.
+  const int polls = ctx.wait().spin / 4;
+  const int yields = polls == 0 ? kQuickYields : 0;
+  for (int idle = 0;;) {
+    const bool moved = op.progress(ctx);
+    if (op.done() || op.readyEarly()) return true;  // done: every earlier call is (they finish in order)
+    if (moved) {
+      idle = 0;
+      continue;
+    }
+    if (idle == 0) ctx.flushRing();  // a peer may wait for what this call published
+    if (++idle > polls + yields) return false;
+    if (idle > polls) {
+      sched_yield();
+    } else {
+      cpuRelax();
+    }
+  }
 }
 
 bool executeBatch(Context& ctx, std::span<const std::unique_ptr<Op>> ops, const RunLimit* limit,

@@ -70,9 +70,13 @@ bool runQuick(Context& ctx, std::span<Op* const> ops, QuickStarted* started = nu
 // The latency path's usual call, without the batch machinery: one collective that may run ahead
 // (Op::runsAhead), nothing aborted or poisoned, and one pass over the earlier calls' confirmations
 // (`pending`, oldest first; only once half the window awaits them, so that one look at the peers
-// confirms many) and the call finishes it, done or ready early within the window.
-// Returns false otherwise, every operation's state kept for the full run. Throws what progress
-// throws. The caller then rings the peers a finished operation owes (Context::flushRing).
+// confirms many) and the call finishes it, done or ready early within the window, polled for as
+// long as runQuick polls (a quarter of a wait's spin, or kQuickYields yields where ranks share
+// cores): the full run copies the call to the heap and sets up its waiting first (2-rank AlltoAllv
+// of 8 B about 10% faster, 4-rank Broadcast and AllGather of 8-64 B 17-20%; perf/RESULTS.md,
+// 2026-12-02 (third)). Returns false otherwise, every operation's state kept for the full run.
+// Throws what progress throws. The caller then rings the peers a finished operation owes
+// (Context::flushRing).
 bool runExpress(Context& ctx, Op& op, std::span<const std::unique_ptr<Op>> pending);
 
 }  // namespace conflux
