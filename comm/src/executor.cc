@@ -18,6 +18,33 @@ inline void cpuRelax() {
 #endif
 }
 
+// The wait of the quick paths (runQuick, runExpress): a quarter of a wait's spin of polls, or,
+// where ranks share cores (no spinning), kQuickYields yields: the peer a call waits for is then
+// usually runnable on this core, and a yield hands the core over without the full run's heap
+// copies and waiting machinery.
+class QuickWait {
+ public:
+  explicit QuickWait(const Context& ctx) : polls_(ctx.wait().spin / 4), yields_(polls_ == 0 ? kQuickYields : 0) {}
+  void moved() { idle_ = 0; }
+  // After a pass that moved nothing: rings the peers on the first (one may wait for what this
+  // call published or finished), then pauses or yields; false once the wait is over.
+  bool idle(Context& ctx) {
+    if (idle_ == 0) ctx.flushRing();
+    if (++idle_ > polls_ + yields_) return false;
+    if (idle_ > polls_) {
+      sched_yield();
+    } else {
+      cpuRelax();
+    }
+    return true;
+  }
+
+ private:
+  int polls_;
+  int yields_;
+  int idle_ = 0;
+};
+
 // Per-peer flags of one pass: inline for the usual communicator sizes, no allocation per batch.
 class PeerFlags {
  public:
@@ -233,21 +260,14 @@ bool runExpress(Context& ctx, Op& op, std::span<const std::unique_ptr<Op>> pendi
   if (unconfirmed >= window) return false;
   // Polled as runQuick polls: the peers of a call on the latency path are usually a moment away,
   // and the full run copies the call to the heap and sets up its waiting first.
-  const int polls = ctx.wait().spin / 4;
-  const int yields = polls == 0 ? kQuickYields : 0;
-  for (int idle = 0;;) {
+  QuickWait wait(ctx);
+  for (;;) {
     const bool moved = op.progress(ctx);
     if (op.done() || op.readyEarly()) return true;  // done: every earlier call is (they finish in order)
     if (moved) {
-      idle = 0;
-      continue;
-    }
-    if (idle == 0) ctx.flushRing();  // a peer may wait for what this call published
-    if (++idle > polls + yields) return false;
-    if (idle > polls) {
-      sched_yield();
-    } else {
-      cpuRelax();
+      wait.moved();
+    } else if (!wait.idle(ctx)) {
+      return false;
     }
   }
 }
@@ -346,11 +366,7 @@ bool runQuick(Context& ctx, std::span<Op* const> ops, QuickStarted* started) {
     if (keys[i] < 0 || std::find(keys, keys + i, keys[i]) != keys + i) return false;
   }
   if (ctx.health().aborted() || ctx.health().poisonReaches(true)) return false;
-  const int polls = ctx.wait().spin / 4;
-  // Where ranks share cores (no spinning), the peer this call waits for is usually runnable on
-  // this core: a few yields hand the core over without the waiting machinery's heap copies.
-  const int yields = polls == 0 ? kQuickYields : 0;
-  int idle = 0;
+  QuickWait wait(ctx);
   for (;;) {
     bool moved = false;
     bool all = true;
@@ -365,15 +381,9 @@ bool runQuick(Context& ctx, std::span<Op* const> ops, QuickStarted* started) {
     }
     if (all) return true;
     if (moved) {
-      idle = 0;
-      continue;
-    }
-    if (idle == 0) ctx.flushRing();  // a peer may wait for what finished before these
-    if (++idle > polls + yields) return false;
-    if (idle > polls) {
-      sched_yield();
-    } else {
-      cpuRelax();
+      wait.moved();
+    } else if (!wait.idle(ctx)) {
+      return false;
     }
   }
 }
