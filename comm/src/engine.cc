@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <typeinfo>
 
 #include "common/log.h"
 #include "executor.h"
@@ -83,10 +82,8 @@ void Engine::notifyLocked() {
   }
 }
 
-uint32_t Engine::failedCallOf(std::span<std::unique_ptr<Op>> ops, std::span<const std::unique_ptr<Op>> early) {
-  for (const auto& op : early) {
-    if (!op->done()) return op->callSeq();
-  }
+uint32_t Engine::failedCallOf(std::span<std::unique_ptr<Op>> ops, const EarlyCalls& early) {
+  if (!early.empty()) return 0;  // a call awaiting its confirmation ran on this host: no call number
   for (const auto& op : ops) {
     if (!op->done()) return op->callSeq();
   }
@@ -109,7 +106,7 @@ Outcome Engine::attempt(std::span<std::unique_ptr<Op>> ops, const RunLimit* limi
     if (recorder_) {
       for (const auto& op : ops) recorder_->finished(op->flightId, true);
     }
-    settleEarly(ops.size() == 1 && !ops[0]->done() ? std::move(ops[0]) : nullptr);
+    if (ops.size() == 1) keepEarly(*ops[0]);
   }
   if (!out.ok()) {
     early_.clear();
@@ -328,18 +325,15 @@ bool Engine::runQuick(std::span<P2pOp> ops, Stream* stream, Outcome& out) {
 }
 
 bool Engine::runQuick(MailboxOp& op, const flight::Call& call, Stream* stream, Outcome& out) {
-  return runQuickWith(
-      op, call, stream, out, [&] { return std::unique_ptr<Op>(std::make_unique<MailboxOp>(op)); },
-      [&] { return keepEarly(op); });
+  return runQuickWith(op, call, stream, out, [&] { return std::unique_ptr<Op>(std::make_unique<MailboxOp>(op)); });
 }
 
 bool Engine::runQuick(Op& op, const flight::Call& call, Stream* stream, Outcome& out, QuickSpill& spill) {
-  return runQuickWith(op, call, stream, out, [&] { return spill.toHeap(); }, [&] { return spill.keep(); });
+  return runQuickWith(op, call, stream, out, [&] { return spill.toHeap(); });
 }
 
-template <class ToHeap, class Keep>
-bool Engine::runQuickWith(Op& op, const flight::Call& call, Stream* stream, Outcome& out, ToHeap&& toHeap,
-                          Keep&& keep) {
+template <class ToHeap>
+bool Engine::runQuickWith(Op& op, const flight::Call& call, Stream* stream, Outcome& out, ToHeap&& toHeap) {
   flight::dumpIfRequested();
   if (!claimFast()) return false;
   if (recorder_) op.flightId = recorder_->add(call);
@@ -361,31 +355,13 @@ bool Engine::runQuickWith(Op& op, const flight::Call& call, Stream* stream, Outc
   }
   ctx_.flushRing();
   if (recorder_) recorder_->finished(op.flightId, true);
-  settleEarly(op.done() ? nullptr : keep());
+  keepEarly(op);
   release();
   return true;
 }
 
-void Engine::settleEarly(std::unique_ptr<Op> ready) {
-  const auto confirmed = std::find_if(early_.begin(), early_.end(), [](const auto& op) { return !op->done(); });
-  for (auto it = early_.begin(); it != confirmed; ++it) {
-    if (typeid(**it) == typeid(MailboxOp) && spareEarly_.size() < static_cast<size_t>(ctx_.wait().runAhead)) {
-      spareEarly_.emplace_back(static_cast<MailboxOp*>(it->release()));
-    }
-  }
-  early_.erase(early_.begin(), confirmed);
-  if (ready) {
-    ready->flightId = 0;  // its record is complete
-    early_.push_back(std::move(ready));
-  }
-}
-
-std::unique_ptr<Op> Engine::keepEarly(const MailboxOp& op) {
-  if (spareEarly_.empty()) return std::make_unique<MailboxOp>(op);
-  std::unique_ptr<MailboxOp> kept = std::move(spareEarly_.back());
-  spareEarly_.pop_back();
-  *kept = op;
-  return kept;
+void Engine::keepEarly(const Op& op) {
+  if (const uint64_t seq = op.readyEarly(); seq != 0) early_.push(seq);
 }
 
 void Engine::runClaimed(std::span<std::unique_ptr<Op>> ops, Stream* stream) {

@@ -58,12 +58,10 @@ class Completion {
   Outcome outcome_;
 };
 
-// The heap copy of an operation that runQuick ran as the caller's value and that now has to wait
-// (toHeap), or that returned before its confirmation (keep; toHeap's by default).
+// The heap copy of an operation that runQuick ran as the caller's value and that now has to wait.
 class QuickSpill {
  public:
   virtual std::unique_ptr<Op> toHeap() = 0;
-  virtual std::unique_ptr<Op> keep() { return toHeap(); }
 
  protected:
   ~QuickSpill() = default;
@@ -125,15 +123,12 @@ class Engine {
   // enqueue(ops, stream) once the engine is claimed: tried here, bounded, then left to the progress
   // thread; releases the engine.
   void runClaimed(std::span<std::unique_ptr<Op>> ops, Stream* stream);
-  // After a call finished: the earlier calls now confirmed leave early_ (they finish in order,
-  // oldest first), and `ready`, when it returned before its own confirmation, joins them.
-  void settleEarly(std::unique_ptr<Op> ready);
-  // A heap copy of `op` to await its confirmation in early_, in the block of a confirmed one when
-  // there is one (a Broadcast root's every call lands here: no allocation per call).
-  std::unique_ptr<Op> keepEarly(const MailboxOp& op);
-  // Both runQuick for one operation: `toHeap()` and `keep()` make its heap copies (QuickSpill).
-  template <class ToHeap, class Keep>
-  bool runQuickWith(Op& op, const flight::Call& call, Stream* stream, Outcome& out, ToHeap&& toHeap, Keep&& keep);
+  // After a call finished: `op`, when it returned before its own confirmation (Op::readyEarly),
+  // joins early_ by its number.
+  void keepEarly(const Op& op);
+  // Both runQuick for one operation: `toHeap()` makes its heap copy (QuickSpill).
+  template <class ToHeap>
+  bool runQuickWith(Op& op, const flight::Call& call, Stream* stream, Outcome& out, ToHeap&& toHeap);
   void threadMain();
 
   // Moves the caller's operations into a vector of their own (to queue them).
@@ -141,7 +136,7 @@ class Engine {
   // Operations that will not run because the communicator failed earlier.
   void recordRefused(std::span<const std::unique_ptr<Op>> ops);
   // The communicator call of the first unfinished operation (Op::callSeq), for a failure.
-  static uint32_t failedCallOf(std::span<std::unique_ptr<Op>> ops, std::span<const std::unique_ptr<Op>> early);
+  static uint32_t failedCallOf(std::span<std::unique_ptr<Op>> ops, const EarlyCalls& early);
 
   Context& ctx_;
   std::function<void(const Outcome&)> onFailure_;
@@ -209,11 +204,9 @@ class Engine {
   std::atomic<uint32_t> gate_{0};
   bool stop_ = false;
   Outcome failed_;  // latched fatal error
-  // Operations that returned ready early, oldest first, until each is confirmed (at most
+  // The calls that returned ready early, oldest first, until each is confirmed (at most
   // WaitSettings::runAhead; only the thread running this engine's work touches them).
-  std::vector<std::unique_ptr<Op>> early_;
-  // Confirmed latency-path operations whose blocks keepEarly reuses (at most WaitSettings::runAhead).
-  std::vector<std::unique_ptr<MailboxOp>> spareEarly_;
+  EarlyCalls early_;
   std::thread thread_;
 };
 

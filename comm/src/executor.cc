@@ -102,7 +102,7 @@ class RingOnExit {
 
 class BatchRunner {
  public:
-  BatchRunner(Context& ctx, std::span<const std::unique_ptr<Op>> ops, std::span<const std::unique_ptr<Op>> pending)
+  BatchRunner(Context& ctx, std::span<const std::unique_ptr<Op>> ops, EarlyCalls& pending)
       : ctx_(ctx),
         ops_(ops),
         pending_(pending),
@@ -125,11 +125,7 @@ class BatchRunner {
     sendBusy_.clear();
     recvBusy_.clear();
     // Earlier calls' confirmations go first, oldest first; they finish in order.
-    for (; firstPending_ < pending_.size(); ++firstPending_) {
-      Op& p = *pending_[firstPending_];
-      if (!p.done()) moved |= p.progress(ctx_);
-      if (!p.done()) break;
-    }
+    moved |= pending_.confirm(ctx_);
     const size_t unconfirmed = pendingLeft();
     if (unconfirmed > 0) finished_ = false;
     bool collectiveActive = unconfirmed > 0;
@@ -155,7 +151,7 @@ class BatchRunner {
   bool finished() const { return finished_; }
 
   // Earlier calls not yet confirmed (they finish in order).
-  size_t pendingLeft() const { return pending_.size() - firstPending_; }
+  size_t pendingLeft() const { return pending_.size(); }
 
   bool allDone() const {
     if (pendingLeft() > 0) return false;
@@ -165,9 +161,7 @@ class BatchRunner {
   // Every unfinished operation, earlier calls' confirmations first.
   template <class F>
   void forUnfinished(F&& f) const {
-    for (auto& op : pending_.subspan(firstPending_)) {
-      if (!op->done()) f(*op);
-    }
+    pending_.forEach(f);
     for (auto& op : ops_) {
       if (!op->done()) f(*op);
     }
@@ -231,9 +225,8 @@ class BatchRunner {
  private:
   Context& ctx_;
   std::span<const std::unique_ptr<Op>> ops_;
-  std::span<const std::unique_ptr<Op>> pending_;
-  size_t firstPending_ = 0;  // pending_ before it are confirmed
-  size_t runAhead_;          // calls that may await their confirmation at once (WaitSettings)
+  EarlyCalls& pending_;  // the engine's; each one confirmed leaves it
+  size_t runAhead_;      // calls that may await their confirmation at once (WaitSettings)
   bool earlyAllowed_;  // a batch of one collective may finish when it is ready early
   PeerFlags sendBusy_;
   PeerFlags recvBusy_;
@@ -243,21 +236,13 @@ class BatchRunner {
 }  // namespace
 
 // (A 1-rank 8 B Broadcast: 1,673 -> 1,498 instructions per call; perf/RESULTS.md, 2026-11-27 (sixth).)
-bool runExpress(Context& ctx, Op& op, std::span<const std::unique_ptr<Op>> pending) {
+bool runExpress(Context& ctx, Op& op, EarlyCalls& pending) {
   if (ctx.health().aborted() || ctx.health().poisonReaches(false)) return false;
   const size_t window = static_cast<size_t>(ctx.wait().runAhead);
   // The earlier calls are confirmed in bulk, once half the window awaits confirmation: one look
   // at a peer's progress then confirms many (MailboxOp::progress).
-  size_t confirmed = 0;
-  if (2 * pending.size() >= window) {
-    for (; confirmed < pending.size(); ++confirmed) {
-      Op& p = *pending[confirmed];
-      if (!p.done()) p.progress(ctx);
-      if (!p.done()) break;
-    }
-  }
-  const size_t unconfirmed = pending.size() - confirmed;
-  if (unconfirmed >= window) return false;
+  if (2 * pending.size() >= window) pending.confirm(ctx);
+  if (pending.size() >= window) return false;
   // Polled as runQuick polls: the peers of a call on the latency path are usually a moment away,
   // and the full run copies the call to the heap and sets up its waiting first.
   QuickWait wait(ctx);
@@ -273,7 +258,7 @@ bool runExpress(Context& ctx, Op& op, std::span<const std::unique_ptr<Op>> pendi
 }
 
 bool executeBatch(Context& ctx, std::span<const std::unique_ptr<Op>> ops, const RunLimit* limit,
-                  const WaitObserver* observer, std::span<const std::unique_ptr<Op>> pending) {
+                  const WaitObserver* observer, EarlyCalls& pending) {
   using Clock = std::chrono::steady_clock;
   RingOnExit ringOnExit(ctx);
   if (ops.size() == 1 && ops[0]->runsAhead() && runExpress(ctx, *ops[0], pending)) return true;

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "context.h"
+#include "ops/early_calls.h"
 #include "ops/op.h"
 
 namespace conflux {
@@ -39,13 +40,13 @@ class WaitObserver {
 // Returns true once every operation is done; a batch of one collective also once that one is ready
 // early (Op::readyEarly: its output is final, its confirmation is left to later batches), if fewer
 // than ctx.wait().runAhead earlier calls still await theirs.
-// `pending` (optional): earlier batches' operations that returned ready early, oldest first; they
-// are progressed first, in order, and must be done before the batch is. A collective that may run
-// ahead (Op::runsAhead) starts while fewer than runAhead of them are unconfirmed; any other waits
-// for all. With a `limit` it never sleeps: once the limit is reached it returns false, and the
+// `pending`: the earlier calls that returned ready early, oldest first (the engine's); they are
+// confirmed first, in order (each leaves `pending` then), and must be before the batch is done.
+// A collective that may run ahead (Op::runsAhead) starts while fewer than runAhead of them are
+// unconfirmed; any other waits for all. With a `limit` it never sleeps: once the limit is reached it returns false, and the
 // operations keep their state for a later call (possibly on another thread).
-bool executeBatch(Context& ctx, std::span<const std::unique_ptr<Op>> ops, const RunLimit* limit = nullptr,
-                  const WaitObserver* observer = nullptr, std::span<const std::unique_ptr<Op>> pending = {});
+bool executeBatch(Context& ctx, std::span<const std::unique_ptr<Op>> ops, const RunLimit* limit,
+                  const WaitObserver* observer, EarlyCalls& pending);
 
 // The usual group of small sends and receives (a SendRecv, a halo exchange) without the batch
 // machinery: at most kQuickOps operations, each quick (Op::quickKey) and on a different (peer,
@@ -77,6 +78,6 @@ bool runQuick(Context& ctx, std::span<Op* const> ops, QuickStarted* started = nu
 // 2026-12-02 (third)). Returns false otherwise, every operation's state kept for the full run.
 // Throws what progress throws. The caller then rings the peers a finished operation owes
 // (Context::flushRing).
-bool runExpress(Context& ctx, Op& op, std::span<const std::unique_ptr<Op>> pending);
+bool runExpress(Context& ctx, Op& op, EarlyCalls& pending);
 
 }  // namespace conflux

@@ -130,13 +130,7 @@ bool MailboxOp::reads(int me, int r) const {
   return true;
 }
 
-bool MailboxOp::confirm(const Context& ctx, int r) const {
-  if (r == ctx.rank()) return true;
-  const Mailbox& box = ctx.mailbox(r, seq_);
-  if (box.seq.load(std::memory_order_acquire) != seq_) return false;
-  if (!(box.call == call_)) throwMismatch(ctx.commRank(ctx.rank()), call_, ctx.commRank(r), box.call);
-  return true;
-}
+bool MailboxOp::confirm(const Context& ctx, int r) const { return peerMadeCall(ctx, seq_, call_, r); }
 
 void MailboxOp::consume(Context& ctx) {
   const int n = ctx.size(), me = ctx.rank();

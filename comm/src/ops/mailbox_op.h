@@ -46,15 +46,26 @@ bool publishInMailbox(Context& ctx, uint64_t& seq, OpDescriptor& call, bool& pub
   return true;
 }
 
+// Whether rank r has published its call of number `seq` (mailbox `seq`), the same as `mine`; throws
+// the mismatch when it differs.
+inline bool peerMadeCall(const Context& ctx, uint64_t seq, const OpDescriptor& mine, int r) {
+  if (r == ctx.rank()) return true;
+  const Mailbox& box = ctx.mailbox(r, seq);
+  if (box.seq.load(std::memory_order_acquire) != seq) return false;
+  if (!(box.call == mine)) throwMismatch(ctx.commRank(ctx.rank()), mine, ctx.commRank(r), box.call);
+  return true;
+}
+
 // One call on the mailbox path. A value, so that the API can run it without a heap block
-// (Engine::runQuick); copied to the heap when it must wait or be confirmed later.
+// (Engine::runQuick); copied to the heap when it must wait. One that returned early is confirmed
+// by its number alone (ops/early_calls.h).
 class MailboxOp final : public Op {
  public:
   MailboxOp(const CollArgs& a, int nranks);
 
   bool progress(Context& ctx) override;
   bool done() const override { return done_; }
-  bool readyEarly() const override { return ready_ && !done_; }
+  uint64_t readyEarly() const override { return ready_ && !done_ ? seq_ : 0; }
   bool runsAhead() const override { return true; }
   std::string describe(const Context& ctx) const override;
   void waitingOn(const Context& ctx, std::vector<int>& ranks) const override;

@@ -19,9 +19,10 @@ class Op {
   virtual bool progress(Context& ctx) = 0;
   virtual bool done() const = 0;
   // The outputs are final, and the operation only confirms, with further progress, that every rank
-  // made the same call (a latency-path call that returned early, ops/mailbox_op.cc). The engine lets a
-  // call that is alone in its batch return then, and confirms it in the next batch (engine.h).
-  virtual bool readyEarly() const { return false; }
+  // made the same call (a latency-path call that returned early, ops/mailbox_op.cc): its sequence
+  // number then, else 0. The engine lets a call that is alone in its batch return then, and
+  // confirms it by that number in later batches (engine.h, ops/early_calls.h).
+  virtual uint64_t readyEarly() const { return 0; }
   // Whether it may start while earlier calls that returned ready early are still being confirmed.
   virtual bool runsAhead() const { return false; }
   // What the operation is waiting for, for timeout messages.
