@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -114,6 +115,36 @@ TEST_P(RunAheadTest, RootReturnsFiveCallsWithWindowFive) { rootReturnsItsWindow(
 TEST_P(RunAheadTest, RootReturns126CallsByDefault) { rootReturnsItsWindow(GetParam(), 0, 126); }
 
 INSTANTIATE_TEST_SUITE_P(Ranks, RunAheadTest, ::testing::Values(1, 2, 3, 4, 7));
+
+// A root that returned a Broadcast before its reader arrived, and whose reader then stalls: with a
+// window of one, the root's next call waits for that confirmation and times out within
+// CFX_TIMEOUT, naming the call it was confirming (held by its number alone, ops/early_calls.h)
+// and the rank it waits for.
+TEST(RunAhead, RootTimesOutNamingTheCallItConfirms) {
+  RunOptions o;
+  o.env = {"CFX_RUNAHEAD=1", "CFX_TIMEOUT=1"};
+  runRanks(2, [](Rank& rk) {
+    int64_t v = rk.rank == 0 ? 7 : -1;
+    if (rk.rank == 1) {
+      std::this_thread::sleep_for(std::chrono::seconds(4));
+      (void)cfxBroadcast(&v, &v, 1, cfxInt64, 0, rk.comm, nullptr);  // the root has failed: any outcome, no hang
+      return;
+    }
+    CFX_ASSERT_OK(cfxBroadcast(&v, &v, 1, cfxInt64, 0, rk.comm, nullptr));  // returns early
+    const auto t0 = std::chrono::steady_clock::now();
+    const cfxResult_t r = cfxBroadcast(&v, &v, 1, cfxInt64, 0, rk.comm, nullptr);
+    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const std::string msg = cfxGetLastError(rk.comm);
+    EXPECT_EQ(r, cfxTimeout) << cfxGetErrorString(r) << ": " << msg;
+    EXPECT_NE(msg.find("Broadcast #1 (latency path, returned; confirming every rank's call), ranks not yet arrived: 1"),
+              std::string::npos)
+        << msg;
+    EXPECT_NE(msg.find("rank 1 (pid "), std::string::npos) << msg;
+    EXPECT_NE(msg.find("Broadcast #0 (latency path, not started"), std::string::npos) << msg;
+    EXPECT_GE(secs, 0.9);
+    EXPECT_LT(secs, 3.5);
+  }, o);
+}
 
 }  // namespace
 }  // namespace cfxtest

@@ -17,6 +17,7 @@
 // per peer that never ran, it now moves a cache line or two per peer and makes no Send/Recv.
 #include <cstring>
 #include <string>
+#include <utility>
 
 #include "common/error.h"
 #include "ops/mailbox_op.h"
@@ -149,10 +150,7 @@ std::string MailboxCheckOp::describe(const Context& ctx) const {
   std::string s = std::string(vectorKindName(s_->a.kind)) + " #" + std::to_string(seq_) + " (latency path";
   s += published_ ? "), checking every rank's counts; ranks not yet arrived:"
                   : "), waiting for ranks to finish reading its mailbox:";
-  std::vector<int> r;
-  waitingOn(ctx, r);
-  for (int x : r) s += " " + std::to_string(ctx.commRank(x));
-  return s;
+  return withWaitedRanks(std::move(s), ctx, *this);
 }
 
 void MailboxCheckOp::waitingOn(const Context& ctx, std::vector<int>& ranks) const {

@@ -25,15 +25,10 @@ bool ConfirmingCall::progress(Context& ctx) {
 }
 
 std::string ConfirmingCall::describe(const Context& ctx) const {
-  std::string s = std::string(collectiveName(ctx.mailbox(ctx.rank(), seq_).call.coll)) + " #" + std::to_string(seq_) +
-                  " (latency path, returned; confirming every rank's call), ranks not yet arrived:";
-  std::vector<int> r;
-  waitingOn(ctx, r);
-  for (int x : r) {
-    s += ' ';
-    s += std::to_string(ctx.commRank(x));
-  }
-  return s;
+  return withWaitedRanks(std::string(collectiveName(ctx.mailbox(ctx.rank(), seq_).call.coll)) + " #" +
+                             std::to_string(seq_) +
+                             " (latency path, returned; confirming every rank's call), ranks not yet arrived:",
+                         ctx, *this);
 }
 
 void ConfirmingCall::waitingOn(const Context& ctx, std::vector<int>& ranks) const {

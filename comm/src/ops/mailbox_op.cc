@@ -35,6 +35,7 @@
 // a rank waits until every rank has finished (confirmed) the operation the mailbox last held: nobody
 // reads it any more.
 #include <cstring>
+#include <utility>
 
 #include "ops/mailbox_op.h"
 #include "reduce/kernels.h"
@@ -95,15 +96,20 @@ bool MailboxOp::progress(Context& ctx) {
 
 std::string MailboxOp::describe(const Context& ctx) const {
   std::string s = std::string(collectiveName(static_cast<int32_t>(a_.coll))) + " #" + std::to_string(seq_) + " (latency path";
+  if (seq_ == 0) return s + ", not started: the earlier calls' confirmations first)";
   if (ready_) s += ", returned; confirming every rank's call";
   s += published_ ? "), ranks not yet arrived:" : "), waiting for ranks to finish reading its mailbox:";
+  return withWaitedRanks(std::move(s), ctx, *this);
+}
+
+std::string withWaitedRanks(std::string what, const Context& ctx, const Op& op) {
   std::vector<int> r;
-  waitingOn(ctx, r);
+  op.waitingOn(ctx, r);
   for (int x : r) {
-    s += ' ';
-    s += std::to_string(ctx.commRank(x));
+    what += ' ';
+    what += std::to_string(ctx.commRank(x));
   }
-  return s;
+  return what;
 }
 
 void MailboxOp::waitingOn(const Context& ctx, std::vector<int>& ranks) const {

@@ -56,6 +56,10 @@ inline bool peerMadeCall(const Context& ctx, uint64_t seq, const OpDescriptor& m
   return true;
 }
 
+// `what`, then the communicator ranks `op` waits on (Op::waitingOn), each after a space: a
+// latency-path operation's describe().
+std::string withWaitedRanks(std::string what, const Context& ctx, const Op& op);
+
 // One call on the mailbox path. A value, so that the API can run it without a heap block
 // (Engine::runQuick); copied to the heap when it must wait. One that returned early is confirmed
 // by its number alone (ops/early_calls.h).
