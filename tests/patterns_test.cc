@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <set>
+#include <cstdint>
 #include <vector>
 
 #include "common/arith.h"
@@ -73,35 +73,39 @@ TEST(DoubleBinaryTree, InteriorInAtMostOneTree) {
 // After m-1 reduce-scatter steps every block has passed through every member once, ending at its
 // owner; the all-gather then gives every member every block.
 TEST(Ring, ReduceScatterAndAllGatherCoverEveryBlock) {
+  // Sets of members as bit masks (up to 64 members): the test simulates every step of every ring
+  // size, copying what each member holds before each step.
+  auto bit = [](int i) { return uint64_t{1} << i; };
   for (int m = 1; m <= 64; ++m) {
     Ring ring{m};
-    std::vector<std::set<int>> contributors(m);  // block -> members folded into the owner's copy
-    std::vector<std::vector<std::set<int>>> held(m, std::vector<std::set<int>>(m));
+    const uint64_t everyone = m == 64 ? ~uint64_t{0} : bit(m) - 1;
+    // held[i][b]: the members folded into member i's copy of block b.
+    std::vector<std::vector<uint64_t>> held(m, std::vector<uint64_t>(m));
     for (int i = 0; i < m; ++i) {
-      for (int b = 0; b < m; ++b) held[i][b] = {i};
+      for (int b = 0; b < m; ++b) held[i][b] = bit(i);
     }
     for (int s = 0; s + 1 < m; ++s) {
-      auto before = held;
+      const auto before = held;
       for (int i = 0; i < m; ++i) {
         int next = ring.next(i);
         ASSERT_EQ(ring.rsRecv(next, s), ring.rsSend(i, s));
         int b = ring.rsSend(i, s);
-        held[next][b].insert(before[i][b].begin(), before[i][b].end());
+        held[next][b] |= before[i][b];
       }
     }
-    for (int i = 0; i < m; ++i) ASSERT_EQ(static_cast<int>(held[i][ring.rsOwned(i)].size()), m) << "m=" << m;
-    std::vector<std::set<int>> has(m);
-    for (int i = 0; i < m; ++i) has[i] = {ring.rsOwned(i)};
+    for (int i = 0; i < m; ++i) ASSERT_EQ(held[i][ring.rsOwned(i)], everyone) << "m=" << m;
+    std::vector<uint64_t> has(m);  // the blocks member i holds whole
+    for (int i = 0; i < m; ++i) has[i] = bit(ring.rsOwned(i));
     for (int s = 0; s + 1 < m; ++s) {
-      auto before = has;
+      const auto before = has;
       for (int i = 0; i < m; ++i) {
         int next = ring.next(i);
-        ASSERT_TRUE(before[i].count(ring.agSend(i, s))) << "m=" << m << " sends a block it lacks";
+        ASSERT_TRUE(before[i] & bit(ring.agSend(i, s))) << "m=" << m << " sends a block it lacks";
         ASSERT_EQ(ring.agRecv(next, s), ring.agSend(i, s));
-        has[next].insert(ring.agSend(i, s));
+        has[next] |= bit(ring.agSend(i, s));
       }
     }
-    for (int i = 0; i < m; ++i) ASSERT_EQ(static_cast<int>(has[i].size()), m);
+    for (int i = 0; i < m; ++i) ASSERT_EQ(has[i], everyone);
   }
 }
 

@@ -48,12 +48,12 @@ if [ -n "$only" ]; then labels=(-L "^${only}\$"); fi
 # Sanitizer runs leave out the 6- and 7-rank instances of the tests parametrised by rank count (57
 # of them; 1 to 5 and 8 ranks still run, 3 and 5 the non-powers of two; the normal build runs all):
 # they were a sixth of ASan's test time, over CI's 60-minute budget on the slower machines. Of the
-# forced-algorithm and large-count tests, only AllReduce runs at 8 ranks there (the other 20 were a
-# fifth of ASan's test time; the forced algorithms still run at 2 and 3 ranks, the large counts at
-# 1 to 5).
+# forced-algorithm, large-count and forced single-copy tests, only AllReduce runs at 8 ranks there
+# (the other 24 were a fifth of ASan's test time; the forced algorithms still run at 2 and 3 ranks,
+# the large counts and the single copy at 1 to 5).
 exclude=()
 others='(Reduce|Broadcast|AllGather|ReduceScatter|AlltoAll)_8ranks'
-if [ -n "$sanitize" ]; then exclude=(-E "[_/][67]ranks|/[67]( |\$)|ForcedAlgorithms/.*/${others}|LargeCount/${others}"); fi
+if [ -n "$sanitize" ]; then exclude=(-E "[_/][67]ranks|/[67]( |\$)|ForcedAlgorithms/.*/${others}|LargeCount/${others}|ForcedCma/.*/${others}"); fi
 # CI keeps the head and the tail of the output: a failure's digest goes last, where the tail shows it.
 rc=0
 ctest -j"$jobs" --output-on-failure --timeout 600 --no-tests=error "${labels[@]}" "${exclude[@]}" || rc=$?
