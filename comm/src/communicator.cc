@@ -297,7 +297,7 @@ void Communicator::runInternal(Coll coll, const void* send, void* recv, size_t c
 }
 
 bool Communicator::quickCollective(const CollArgs& a, Stream* stream, Outcome& out) {
-  if (transport_ || selectHostAlgo(a, tuning_, size()) != HostAlgo::kMailbox) return false;
+  if (transport_ || !takesMailbox(a, tuning_, size())) return false;
   MailboxOp op(a, size());
   return engine_->runQuick(op, flightCallOf(a, nullptr), stream, out);
 }

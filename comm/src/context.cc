@@ -163,8 +163,7 @@ void Context::finishOp(uint64_t seq) {
   ringOwed_ = true;
 }
 
-bool Context::allFinished(uint64_t seq, std::vector<int>* lagging) const {
-  if (lagging == nullptr && seq <= finishedByAll_.load(std::memory_order_relaxed)) return true;
+bool Context::readFinished(uint64_t seq, std::vector<int>* lagging) const {
   bool all = true;
   uint64_t lowest = UINT64_MAX;
   for (int r = 0; r < size_ && (all || lagging); ++r) {

@@ -141,7 +141,12 @@ class Context {
   void finishOp(uint64_t seq);
   uint64_t finishedByMe() const { return control(rank_).finished.load(std::memory_order_relaxed); }
   // Whether every rank finished operation `seq` (0: always); those that did not go to `lagging`.
-  bool allFinished(uint64_t seq, std::vector<int>* lagging = nullptr) const;
+  // Inline where the answer is already known (the usual case: a mailbox's last operation is long
+  // finished), so every latency-path call does not pay a call for it.
+  bool allFinished(uint64_t seq, std::vector<int>* lagging = nullptr) const {
+    if (lagging == nullptr && seq <= finishedByAll_.load(std::memory_order_relaxed)) return true;
+    return readFinished(seq, lagging);
+  }
   // Whether some other rank finished operation `seq`.
   bool somePeerFinished(uint64_t seq) const;
 
@@ -183,6 +188,8 @@ class Context {
   PathTrial gatherPaths_{PathTrial::modeFromEnv()};
   RegisteredBuffers registered_;
   Health health_;
+  // allFinished from the peers' counters.
+  bool readFinished(uint64_t seq, std::vector<int>* lagging) const;
   // The lowest operation every rank had finished when last read: allFinished answers from it
   // without touching the peers' cache lines (their counters only grow).
   mutable std::atomic<uint64_t> finishedByAll_{0};

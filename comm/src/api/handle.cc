@@ -25,19 +25,9 @@ cfxComm_t newHandle(std::unique_ptr<Communicator> impl) {
   return h;
 }
 
-CommRef::CommRef(cfxComm_t comm) : comm_(comm) {
-  if (comm == nullptr) throw Error(Status::kInvalidArgument, "comm is NULL");
-  comm->activeCalls.fetch_add(1, std::memory_order_seq_cst);
-  if (comm->state.load(std::memory_order_seq_cst) != cfxComm::kAlive) {
-    comm->activeCalls.fetch_sub(1);
-    comm_ = nullptr;
-    throw Error(Status::kInvalidArgument, "comm was destroyed or aborted, or is not a communicator");
-  }
-}
+void nullComm() { throw Error(Status::kInvalidArgument, "comm is NULL"); }
 
-CommRef::~CommRef() {
-  if (comm_ != nullptr) comm_->activeCalls.fetch_sub(1, std::memory_order_seq_cst);
-}
+void deadComm() { throw Error(Status::kInvalidArgument, "comm was destroyed or aborted, or is not a communicator"); }
 
 void retire(cfxComm_t comm) {
   if (comm == nullptr) throw Error(Status::kInvalidArgument, "comm is NULL");

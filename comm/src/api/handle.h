@@ -30,11 +30,23 @@ namespace conflux::api {
 
 cfxComm_t newHandle(std::unique_ptr<Communicator> impl);
 
-// Holds a communicator alive for the duration of one API call.
+// The failures of CommRef: a NULL handle, a dead one.
+[[noreturn, gnu::cold]] void nullComm();
+[[noreturn, gnu::cold]] void deadComm();
+
+// Holds a communicator alive for the duration of one API call. Inline: every call makes one or
+// two, and out of line they cost a call each (perf/RESULTS.md, 2026-12-04).
 class CommRef {
  public:
-  explicit CommRef(cfxComm_t comm);
-  ~CommRef();
+  explicit CommRef(cfxComm_t comm) : comm_(comm) {
+    if (comm == nullptr) [[unlikely]] nullComm();
+    comm->activeCalls.fetch_add(1, std::memory_order_seq_cst);
+    if (comm->state.load(std::memory_order_seq_cst) != cfxComm::kAlive) [[unlikely]] {
+      comm->activeCalls.fetch_sub(1);
+      deadComm();
+    }
+  }
+  ~CommRef() { comm_->activeCalls.fetch_sub(1, std::memory_order_seq_cst); }
   CommRef(const CommRef&) = delete;
   CommRef& operator=(const CommRef&) = delete;
   Communicator& operator*() const { return *comm_->impl; }

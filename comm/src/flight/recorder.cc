@@ -17,21 +17,6 @@ const char* stateName(State s) {
   return "?";
 }
 
-// Written by add() under the sequence lock `version` (odd while being written); the state and
-// the times are then updated in place by the operation's own thread.
-struct Recorder::Slot {
-  std::atomic<uint64_t> version{0};
-  std::atomic<uint64_t> id{0};
-  std::atomic<int64_t> seq{0};
-  std::atomic<const char*> name{nullptr};
-  std::atomic<uint64_t> count{0};
-  std::atomic<int32_t> datatype{-1}, redop{-1}, root{-1};
-  std::atomic<bool> p2p{false};
-  std::atomic<uint8_t> state{0};
-  std::atomic<bool> ran{false};
-  std::atomic<int64_t> queued{0}, ended{0};  // ended: failures only
-};
-
 // The text of a wait belongs to operation `id`; a newer operation in the same slot ignores it.
 struct WaitText {
   uint64_t id = 0;
@@ -87,12 +72,6 @@ uint64_t Recorder::add(const Call& c, int64_t queuedNs) {
   return id;
 }
 
-Recorder::Slot* Recorder::slotOf(uint64_t id) const {
-  if (id == 0) return nullptr;
-  Slot& s = slots_[id & mask_];
-  return s.id.load(std::memory_order_relaxed) == id ? &s : nullptr;
-}
-
 void Recorder::started(uint64_t id) {
   // Only the engine's running thread moves an operation on from queued, so no read-modify-write.
   Slot* s = slotOf(id);
@@ -112,16 +91,10 @@ void Recorder::waiting(uint64_t id, const std::vector<int>& ranks, std::string d
   detail_[id & mask_] = std::move(detail);
 }
 
-void Recorder::finished(uint64_t id, bool ok) {
-  Slot* s = slotOf(id);
-  if (s == nullptr) return;
-  if (ok) {
-    s->state.store(static_cast<uint8_t>(State::kDone), std::memory_order_relaxed);
-    return;
-  }
-  if (s->state.load(std::memory_order_relaxed) == static_cast<uint8_t>(State::kFailed)) return;
-  s->ended.store(now(), std::memory_order_relaxed);
-  s->state.store(static_cast<uint8_t>(State::kFailed), std::memory_order_relaxed);
+void Recorder::failed(Slot& s) {
+  if (s.state.load(std::memory_order_relaxed) == static_cast<uint8_t>(State::kFailed)) return;
+  s.ended.store(now(), std::memory_order_relaxed);
+  s.state.store(static_cast<uint8_t>(State::kFailed), std::memory_order_relaxed);
 }
 
 void Recorder::failAll(const std::string& reason) {

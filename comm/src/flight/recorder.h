@@ -74,7 +74,13 @@ class Recorder {
   void started(uint64_t id);
   // `ranks` are communicator ranks.
   void waiting(uint64_t id, const std::vector<int>& ranks, std::string detail);
-  void finished(uint64_t id, bool ok);
+  // Inline: every call ends here, most of them done.
+  void finished(uint64_t id, bool ok) {
+    Slot* s = slotOf(id);
+    if (s == nullptr) return;
+    if (!ok) return failed(*s);
+    s->state.store(static_cast<uint8_t>(State::kDone), std::memory_order_relaxed);
+  }
   // The communicator failed: every operation not done is marked failed, keeping what it waited for.
   void failAll(const std::string& reason);
 
@@ -86,8 +92,27 @@ class Recorder {
   static int64_t now();  // coarse monotonic ns
 
  private:
-  struct Slot;
-  Slot* slotOf(uint64_t id) const;  // nullptr once the slot holds a newer operation
+  // Written by add() under the sequence lock `version` (odd while being written); the state and
+  // the times are then updated in place by the operation's own thread.
+  struct Slot {
+    std::atomic<uint64_t> version{0};
+    std::atomic<uint64_t> id{0};
+    std::atomic<int64_t> seq{0};
+    std::atomic<const char*> name{nullptr};
+    std::atomic<uint64_t> count{0};
+    std::atomic<int32_t> datatype{-1}, redop{-1}, root{-1};
+    std::atomic<bool> p2p{false};
+    std::atomic<uint8_t> state{0};
+    std::atomic<bool> ran{false};
+    std::atomic<int64_t> queued{0}, ended{0};  // ended: failures only
+  };
+  // nullptr once the slot holds a newer operation
+  Slot* slotOf(uint64_t id) const {
+    if (id == 0) return nullptr;
+    Slot& s = slots_[id & mask_];
+    return s.id.load(std::memory_order_relaxed) == id ? &s : nullptr;
+  }
+  void failed(Slot& s);  // finished(id, false)
 
   Identity who_;
   size_t mask_;

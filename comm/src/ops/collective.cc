@@ -17,20 +17,6 @@ int64_t wallNs() {
 }
 }  // namespace
 
-OpDescriptor callDescriptor(const CollArgs& a) {
-  OpDescriptor d;
-  d.coll = static_cast<int32_t>(a.coll);
-  d.datatype = a.datatype;
-  d.op = reduces(a.coll) ? a.op : -1;
-  d.root = a.root;
-  d.count = a.count;
-  d.outer = a.outerCall;
-  d.outerSeq = a.outerSeq;
-  d.flags = (a.agreeOnBuffers ? kDescAgreeOnBuffers : 0) | (a.singleCopyReduce ? kDescSingleCopyReduce : 0) |
-            (a.gatherTrial ? kDescGatherTrial : 0);
-  return d;
-}
-
 PhasedCollective::PhasedCollective(const CollArgs& a)
     : a_(a), esize_(reduce::dataTypeSize(a.datatype)), desc_(callDescriptor(a)) {}
 

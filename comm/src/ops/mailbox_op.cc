@@ -42,18 +42,8 @@
 
 namespace conflux {
 
-namespace {
-
-// Bytes of one rank's input: ReduceScatter and AlltoAll send n blocks.
-size_t inputBytes(const CollArgs& a, int nranks) {
-  size_t b = a.count * reduce::dataTypeSize(a.datatype);
-  return (a.coll == Coll::kReduceScatter || a.coll == Coll::kAlltoAll) ? b * nranks : b;
-}
-
-}  // namespace
-
 MailboxOp::MailboxOp(const CollArgs& a, int nranks)
-    : a_(a), esize_(reduce::dataTypeSize(a.datatype)), bytes_(inputBytes(a, nranks)), call_(callDescriptor(a)) {}
+    : a_(a), esize_(reduce::dataTypeSize(a.datatype)), bytes_(mailboxInputBytes(a, nranks)), call_(callDescriptor(a)) {}
 
 bool MailboxOp::progress(Context& ctx) {
   if (done_) return false;
@@ -164,11 +154,6 @@ void MailboxOp::consume(Context& ctx) {
       for (int r = 0; r < n; ++r) std::memcpy(out + r * block, ctx.mailbox(r, seq_).data + me * block, block);
       return;
   }
-}
-
-bool fitsMailbox(const CollArgs& a, int nranks) {
-  const bool blocks = a.coll == Coll::kReduceScatter || a.coll == Coll::kAlltoAll;
-  return nranks <= kMaxDirectRanks && inputBytes(a, nranks) <= (blocks ? kMailboxBlocksMaxBytes : kMailboxBytes);
 }
 
 std::unique_ptr<Op> makeMailboxOp(const CollArgs& a, int nranks) { return std::make_unique<MailboxOp>(a, nranks); }

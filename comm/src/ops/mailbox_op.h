@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "ops/op.h"
+#include "reduce/type_size.h"
 #include "shm_layout.h"
 
 namespace conflux {
@@ -18,8 +19,17 @@ inline constexpr int kMaxDirectRanks = 64;
 inline constexpr size_t kMailboxBlocksMaxBytes = 1024;
 static_assert(kMailboxBlocksMaxBytes <= kMailboxBytes);
 
-// Whether a call can take the mailbox path.
-bool fitsMailbox(const CollArgs& a, int nranks);
+// Bytes of one rank's input on the mailbox path: ReduceScatter and AlltoAll send n blocks.
+inline size_t mailboxInputBytes(const CollArgs& a, int nranks) {
+  const size_t b = a.count * reduce::dataTypeSize(a.datatype);
+  return (a.coll == Coll::kReduceScatter || a.coll == Coll::kAlltoAll) ? b * nranks : b;
+}
+
+// Whether a call can take the mailbox path. Inline: every small call asks.
+inline bool fitsMailbox(const CollArgs& a, int nranks) {
+  const bool blocks = a.coll == Coll::kReduceScatter || a.coll == Coll::kAlltoAll;
+  return nranks <= kMaxDirectRanks && mailboxInputBytes(a, nranks) <= (blocks ? kMailboxBlocksMaxBytes : kMailboxBytes);
+}
 
 // The first steps of an operation on the mailboxes (MailboxOp; the v-collectives' check,
 // vector_mailbox_op.cc): number it on its first progress (`seq`, `call.seq`); then, once every rank

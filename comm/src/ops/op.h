@@ -83,8 +83,21 @@ struct CollArgs {
 inline bool reduces(Coll c) { return c == Coll::kAllReduce || c == Coll::kReduce || c == Coll::kReduceScatter; }
 
 // Everything ranks must agree on for a collective call (collective, datatype, op where it
-// reduces, root where it has one, count); `seq` is filled in when the call starts.
-OpDescriptor callDescriptor(const CollArgs& a);
+// reduces, root where it has one, count); `seq` is filled in when the call starts. Inline: every
+// latency-path call builds one.
+inline OpDescriptor callDescriptor(const CollArgs& a) {
+  OpDescriptor d;
+  d.coll = static_cast<int32_t>(a.coll);
+  d.datatype = a.datatype;
+  d.op = reduces(a.coll) ? a.op : -1;
+  d.root = a.root;
+  d.count = a.count;
+  d.outer = a.outerCall;
+  d.outerSeq = a.outerSeq;
+  d.flags = (a.agreeOnBuffers ? kDescAgreeOnBuffers : 0) | (a.singleCopyReduce ? kDescSingleCopyReduce : 0) |
+            (a.gatherTrial ? kDescGatherTrial : 0);
+  return d;
+}
 
 struct Tuning;
 // The operation for `args` on a communicator of `nranks` ranks, with its algorithm chosen by `tuning`.

@@ -11,9 +11,7 @@
 namespace conflux {
 
 HostAlgo selectHostAlgo(const CollArgs& a, const Tuning& tuning, int nranks) {
-  // Small calls take the mailbox path unless an algorithm is forced (tests force each one).
-  const bool mailboxAllowed = tuning.forced == Algo::kAuto || tuning.forced == Algo::kMailbox;
-  if (mailboxAllowed && fitsMailbox(a, nranks)) return HostAlgo::kMailbox;
+  if (takesMailbox(a, tuning, nranks)) return HostAlgo::kMailbox;
   if (useSingleCopy(a, tuning, nranks)) return HostAlgo::kSingleCopy;
   switch (a.coll) {
     case Coll::kBroadcast: return HostAlgo::kStagedBroadcast;

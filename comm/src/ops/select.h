@@ -5,6 +5,7 @@
 
 #include <memory>
 
+#include "ops/mailbox_op.h"
 #include "ops/op.h"
 #include "ops/tuning.h"
 
@@ -21,6 +22,12 @@ enum class HostAlgo {
   kRsag,      // AllReduce and Reduce: reduce-scatter, then gather
   kTwoLevel,  // rsag inside each NUMA domain, then across them
 };
+
+// Whether selectHostAlgo gives kMailbox: small calls take the mailbox path unless an algorithm is
+// forced (tests force each one). Inline, for the latency path's own test (Communicator::quickCollective).
+inline bool takesMailbox(const CollArgs& a, const Tuning& tuning, int nranks) {
+  return (tuning.forced == Algo::kAuto || tuning.forced == Algo::kMailbox) && fitsMailbox(a, nranks);
+}
 
 // The path for `a` on a communicator of `nranks` local ranks. Pure: the same inputs give the same
 // path on every rank, which the ranks of a call rely on.
