@@ -87,9 +87,10 @@ INSTANTIATE_TEST_SUITE_P(ForcedCma, SingleCopyTest,
                                   std::to_string(std::get<1>(info.param)) + "ranks";
                          });
 
-// Large copies into user buffers with either kind of store forced (by default each rank times both
-// on its first large copies, which LargeCount above covers). AllGather and Broadcast this large
-// stage only on the staged path, which CFX_GATHER_PATH forces (gather_path_test.cc covers the other).
+// Large copies into user buffers, and the staged reductions' hand-offs (ops/handoff_stores.h), with
+// either kind of store forced (by default each rank times both on its first large calls, which
+// LargeCount above covers). AllGather and Broadcast this large stage only on the staged path, which
+// CFX_GATHER_PATH forces (gather_path_test.cc covers the other).
 class StoresTest : public ::testing::TestWithParam<std::tuple<C, int, const char*>> {};
 
 TEST_P(StoresTest, ExactResults) {
@@ -105,7 +106,8 @@ TEST_P(StoresTest, ExactResults) {
 }
 
 INSTANTIATE_TEST_SUITE_P(ForcedStores, StoresTest,
-                         ::testing::Combine(::testing::Values(C::kAllReduce, C::kBroadcast, C::kAllGather),
+                         ::testing::Combine(::testing::Values(C::kAllReduce, C::kReduce, C::kReduceScatter,
+                                                              C::kBroadcast, C::kAllGather),
                                             ::testing::Values(2, 3), ::testing::Values("0", "1")),
                          [](const auto& info) {
                            return std::string(collName(std::get<0>(info.param))) + "_" +

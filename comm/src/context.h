@@ -15,6 +15,7 @@
 
 #include "common/error.h"
 #include "ops/copy.h"
+#include "ops/handoff_stores.h"
 #include "ops/path_trial.h"
 #include "health.h"
 #include "registered_buffers.h"
@@ -79,6 +80,8 @@ class Context {
   // The same choice for AllReduce and Reduce on registered buffers, which time their own work
   // (ops/zero_copy.cc): a copy there is faster or slower by which output it writes.
   StoreChooser& zeroCopyStores() { return zeroCopyStores_; }
+  // Which stores this rank's staged reductions hand their data to the peers with (ops/handoff_stores.h).
+  HandoffStores& handoffs() { return handoffs_; }
   // Local rank 0's choice between the staged path and the single copy for large AllGather and
   // Broadcast (ops/path_trial.h); its choice for operation `seq`, published before that op's first
   // barrier, read by every rank after it.
@@ -185,6 +188,7 @@ class Context {
   std::vector<shm::Channel> channels_;
   StoreChooser stores_{StoreChooser::modeFromEnv()};
   StoreChooser zeroCopyStores_{StoreChooser::modeFromEnv(), "registered AllReduce, Reduce and ReduceScatter", true};
+  HandoffStores handoffs_{StoreChooser::modeFromEnv()};
   PathTrial gatherPaths_{PathTrial::modeFromEnv()};
   RegisteredBuffers registered_;
   Health health_;

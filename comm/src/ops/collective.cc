@@ -83,6 +83,7 @@ bool PhasedCollective::progress(Context& ctx) {
         const GatherPath path = gatherSingle_ ? GatherPath::kSingleCopy : GatherPath::kStaged;
         ctx.gatherPaths().record(gatherOutputBytes(a_, ctx.size()), path, wallNs() - trialStartNs_);
       }
+      if (handoffStartNs_ >= 0) ctx.handoffs().record(handoffBytes_, streamHandoffs_, wallNs() - handoffStartNs_);
       ctx.finishOp(desc_.seq);
       done_ = true;
       return true;
@@ -109,6 +110,14 @@ void PhasedCollective::startGatherTrial(Context& ctx) {
   const PathTrial::Pick pick = ctx.gatherPaths().next(bytes);
   ctx.publishGatherPath(desc_.seq, pick.path);
   if (pick.timed) trialStartNs_ = wallNs();
+}
+
+void PhasedCollective::pickHandoffStores(Context& ctx, size_t bytes) {
+  const HandoffStores::Pick pick = ctx.handoffs().next(bytes);
+  streamHandoffs_ = pick.streaming;
+  if (!pick.timed) return;
+  handoffBytes_ = bytes;
+  handoffStartNs_ = wallNs();
 }
 
 std::string PhasedCollective::describe(const Context& ctx) const {

@@ -61,10 +61,15 @@ class PhasedCollective : public Op {
     return true;
   }
   uint64_t chunkId(size_t k) const { return firstChunk_ + k; }
+  // A staged reduction, from plan(): the stores of this call's hand-offs of `bytes` per rank into
+  // the slots and the scratch (ops/handoff_stores.h), in streamHandoffs_; a call of the trial is
+  // timed from here to its end.
+  void pickHandoffStores(Context& ctx, size_t bytes);
   uint64_t seq() const { return desc_.seq; }
 
   CollArgs a_;
   size_t esize_;
+  bool streamHandoffs_ = false;
   size_t chunkElems_ = 0;
   size_t nchunks_ = 0;
   uint64_t firstChunk_ = 0;
@@ -88,6 +93,8 @@ class PhasedCollective : public Op {
   bool singleCopy_ = false;  // ops/single_copy.h's reduction (singleCopyReduceReady), not runPhase
   bool gatherSingle_ = false;  // local rank 0 chose the single copy (ops/path_trial.h), not runPhase
   int64_t trialStartNs_ = -1;  // local rank 0, while its path trial runs: when this call published
+  int64_t handoffStartNs_ = -1;  // a call of the hand-off stores' trial: when it planned
+  size_t handoffBytes_ = 0;
   bool checked_ = false;
   bool done_ = false;
 };

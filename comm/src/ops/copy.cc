@@ -13,6 +13,7 @@
 #include "common/env.h"
 #include "common/error.h"
 #include "common/log.h"
+#include "ops/size_classes.h"
 #include "reduce/stream_lines.h"
 
 namespace conflux {
@@ -46,9 +47,7 @@ StoreChooser::Mode StoreChooser::modeFromEnv() {
 }
 
 int StoreChooser::sizeClass(size_t messageBytes) {
-  int c = 0;
-  for (size_t end = 4 * kStreamingMinBytes; c + 1 < kSizeClasses && messageBytes >= end; end *= 4) ++c;
-  return c;
+  return conflux::sizeClass(messageBytes, kStreamingMinBytes, kSizeClasses);
 }
 
 void StoreChooser::copyToSlot(void* slot, const void* src, size_t bytes, size_t stagedBytes) const {
@@ -146,14 +145,10 @@ void StoreChooser::record(Trial& t, bool streaming, size_t bytes, int64_t ns) {
   t.mode = decide(t.rates[0], t.rates[1], t.bytes[0], t.bytes[1]);
   if (t.mode != Mode::kAuto) {
     const double fast = median(t.rates[1]), plain = median(t.rates[0]);
-    const int c = static_cast<int>(&t - trials_);
-    const size_t from = (kStreamingMinBytes >> 20) << (2 * c);
-    char upTo[32] = "";
-    if (c + 1 < kSizeClasses) std::snprintf(upTo, sizeof upTo, " to %zu MiB", 4 * from);
+    const std::string range = sizeClassRange(static_cast<int>(&t - trials_), kStreamingMinBytes, kSizeClasses);
     char line[240];
-    std::snprintf(line, sizeof line,
-                  "%s, messages from %zu MiB%s: streaming stores %.2f GB/s (%zu samples), ordinary %.2f (%zu): %s",
-                  what_, from, upTo, fast, t.rates[1].size(), plain, t.rates[0].size(),
+    std::snprintf(line, sizeof line, "%s, messages %s: streaming stores %.2f GB/s (%zu samples), ordinary %.2f (%zu): %s",
+                  what_, range.c_str(), fast, t.rates[1].size(), plain, t.rates[0].size(),
                   t.mode == Mode::kStreaming ? "streaming" : "ordinary");
     logInfo(line);
   }

@@ -101,8 +101,8 @@ class StoreChooser {
   // into the slots and 7.7-10.7 with streaming ones (Open MPI 8.8-11.7), and outside those spells
   // 9.0-9.4 against 9.4-9.5 (one 12.0); Broadcast of 256 MiB 37-48 against 39-43 (perf/RESULTS.md,
   // 2026-11-29, tenth). A trial made outside a spell would keep ordinary stores, so there is none.
-  // The reductions stage with ordinary stores: outside the spells streaming ones made 2-rank
-  // AllReduce of 256 MiB 20% slower (55-58 ms against 45-51) and ReduceScatter of 64 MiB 10%.
+  // The reductions, which streaming stores made 10-20% slower outside the spells, try both kinds
+  // again and again instead (ops/handoff_stores.h).
   static constexpr size_t kStagingStreamingMinBytes = 16 << 20;
   void copyToSlot(void* slot, const void* src, size_t bytes, size_t stagedBytes) const;
   // Runs work(streaming), which handles `bytes` of a message of `messageBytes`, with the kind

@@ -7,6 +7,7 @@
 #include "common/env.h"
 #include "common/error.h"
 #include "common/log.h"
+#include "ops/size_classes.h"
 
 namespace conflux {
 
@@ -15,11 +16,7 @@ double best(const std::vector<double>& v) { return v.empty() ? 0.0 : *std::max_e
 const char* pathName(PathTrial::Mode m) { return m == PathTrial::Mode::kSingleCopy ? "single copy" : "staged"; }
 }  // namespace
 
-int PathTrial::sizeClass(size_t bytes) {
-  int c = 0;
-  for (size_t end = 4 * kMinBytes; c + 1 < kSizeClasses && bytes >= end; end *= 4) ++c;
-  return c;
-}
+int PathTrial::sizeClass(size_t bytes) { return conflux::sizeClass(bytes, kMinBytes, kSizeClasses); }
 
 PathTrial::Mode PathTrial::decide(const std::vector<double>& staged, const std::vector<double>& single) {
   if (staged.empty() || single.empty()) return Mode::kAuto;
@@ -55,15 +52,12 @@ void PathTrial::record(size_t bytes, GatherPath path, int64_t ns) {
   t.rates[static_cast<int>(path)].push_back(static_cast<double>(bytes) / static_cast<double>(std::max<int64_t>(ns, 1)));
   t.mode = decide(t.rates[0], t.rates[1]);
   if (t.mode == Mode::kAuto) return;
-  const int c = sizeClass(bytes);
-  const size_t from = (kMinBytes >> 20) << (2 * c);
-  char upTo[32] = "";
-  if (c + 1 < kSizeClasses) std::snprintf(upTo, sizeof upTo, " to %zu MiB", 4 * from);
+  const std::string range = sizeClassRange(sizeClass(bytes), kMinBytes, kSizeClasses);
   char line[240];
   std::snprintf(line, sizeof line,
-                "large AllGather and Broadcast, from %zu MiB%s of output: staged %.2f GB/s (%zu calls), single copy "
-                "%.2f (%zu): %s",
-                from, upTo, best(t.rates[0]), t.rates[0].size(), best(t.rates[1]), t.rates[1].size(), pathName(t.mode));
+                "large AllGather and Broadcast, %s of output: staged %.2f GB/s (%zu calls), single copy %.2f (%zu): %s",
+                range.c_str(), best(t.rates[0]), t.rates[0].size(), best(t.rates[1]), t.rates[1].size(),
+                pathName(t.mode));
   logInfo(line);
 }
 

@@ -6,6 +6,7 @@
 #include "ops/copy.h"
 #include "ops/staged.h"
 #include "reduce/kernels.h"
+#include "reduce/stream_out.h"
 
 namespace conflux {
 
@@ -23,7 +24,9 @@ namespace {
 // messages (ops/copy.h). Copying the own slice in the combine rather than the finish moves the
 // same bytes but reads them from cache: 2-rank AllReduce of 16-256 MiB ran 4-12% faster on the
 // Intel Xeon VM while it was quiet, and the same once memory was busier (perf/RESULTS.md,
-// 2026-11-29).
+// 2026-11-29). The hand-offs (the slot halves and the scratch slices the peers read) take the
+// stores this rank chose for them (ops/handoff_stores.h); with streaming stores the combine writes
+// its slice into the scratch and the output in one pass (reduce/stream_out.h).
 class AllReduceOp : public PhasedCollective {
  public:
   using PhasedCollective::PhasedCollective;
@@ -31,6 +34,7 @@ class AllReduceOp : public PhasedCollective {
  protected:
   int plan(Context& ctx) override {
     srcs_.resize(ctx.size());
+    pickHandoffStores(ctx, bytes(a_.count));
     return planChunks(ctx, ctx.halfBytes() / esize_, 3);
   }
 
@@ -46,17 +50,16 @@ class AllReduceOp : public PhasedCollective {
       sliceOf(chunkLen(k), me, n, lo, hi);
       std::byte* slot = ctx.slotHalf(me, chunkId(k));
       const std::byte* in = send + chunkOffset(k);
-      std::memcpy(slot, in, bytes(lo));
-      std::memcpy(slot + bytes(hi), in + bytes(hi), bytes(chunkLen(k) - hi));
+      copyOut(slot, in, bytes(lo), streamHandoffs_);
+      copyOut(slot + bytes(hi), in + bytes(hi), bytes(chunkLen(k) - hi), streamHandoffs_);
     }
     if (stage(phase, 1, k)) {
       size_t lo, hi;
       sliceOf(chunkLen(k), me, n, lo, hi);
       if (hi > lo) {
         for (int r = 0; r < n; ++r) srcs_[r] = (r == me ? send + chunkOffset(k) : ctx.slotHalf(r, chunkId(k))) + bytes(lo);
-        std::byte* slice = ctx.scratchHalf(chunkId(k)) + bytes(lo);
-        reduce::reduce(slice, srcs_.data(), n, hi - lo, a_.datatype, a_.op, n);
-        if (receives) ctx.stores().copy(recv + chunkOffset(k) + bytes(lo), slice, bytes(hi - lo), bytes(a_.count), seq());
+        combine(ctx, ctx.scratchHalf(chunkId(k)) + bytes(lo), receives ? recv + chunkOffset(k) + bytes(lo) : nullptr,
+                hi - lo);
       }
     }
     if (receives && stage(phase, 2, k)) {
@@ -70,6 +73,19 @@ class AllReduceOp : public PhasedCollective {
   }
 
  private:
+  // Reduces `len` elements of srcs_ into the scratch `slice` and, unless null, this rank's `out`.
+  void combine(Context& ctx, std::byte* slice, std::byte* out, size_t len) {
+    const int n = ctx.size();
+    void* outs[2] = {slice, out};
+    bool reduced = false;
+    if (streamHandoffs_) {
+      if (out != nullptr && reduce::reduceStreamed(outs, 2, srcs_.data(), n, len, a_.datatype, a_.op, n)) return;
+      reduced = reduce::reduceStreamed(outs, 1, srcs_.data(), n, len, a_.datatype, a_.op, n);
+    }
+    if (!reduced) reduce::reduce(slice, srcs_.data(), n, len, a_.datatype, a_.op, n);
+    if (out != nullptr) ctx.stores().copy(out, slice, bytes(len), bytes(a_.count), seq());
+  }
+
   std::vector<const void*> srcs_;
 };
 
@@ -111,9 +127,10 @@ class DirectAllReduceOp : public PhasedCollective {
 };
 
 // ReduceScatter: each chunk carries the same element range of all n blocks.
-//   stage chunk p:     copy range p of every block of this rank's input into its slot half, but
-//                      its own block, which only this rank reads (in place, below), unless the
-//                      output is that block (in place: the kernel's output may not alias an input);
+//   stage chunk p:     copy range p of every block of this rank's input into its slot half (with
+//                      the hand-off stores this rank chose, ops/handoff_stores.h), but its own
+//                      block, which only this rank reads (in place, below), unless the output is
+//                      that block (in place: the kernel's output may not alias an input);
 //   combine chunk p-1: reduce block `rank` of every rank's input, in rank order, straight into
 //                      this rank's output (the peers' blocks from their slot halves).
 class ReduceScatterOp : public PhasedCollective {
@@ -123,6 +140,7 @@ class ReduceScatterOp : public PhasedCollective {
  protected:
   int plan(Context& ctx) override {
     srcs_.resize(ctx.size());
+    pickHandoffStores(ctx, bytes(a_.count) * ctx.size());
     return planChunks(ctx, ctx.halfBytes() / (esize_ * ctx.size()), 2);
   }
 
@@ -138,7 +156,7 @@ class ReduceScatterOp : public PhasedCollective {
       std::byte* slot = ctx.slotHalf(me, chunkId(k));
       const size_t l = chunkLen(k);
       for (int b = 0; b < n; ++b) {
-        if (b != me || !ownInPlace) std::memcpy(slot + bytes(b * l), send + bytes(b * a_.count) + chunkOffset(k), bytes(l));
+        if (b != me || !ownInPlace) copyOut(slot + bytes(b * l), send + bytes(b * a_.count) + chunkOffset(k), bytes(l), streamHandoffs_);
       }
     }
     if (stage(phase, 1, k)) {
