@@ -112,12 +112,17 @@ struct Tuning {
   // sharedCoresBlockBytes still take them (0: never). 4-rank AlltoAllv on 2 CPUs (alltoallv_perf
   // -n 20, seven rounds, median us), channel against single copies from 128 KiB blocks: 512 KiB
   // 165 against 144, 2 MiB 847 against 639, 16 MiB 7367 against 6691 (Open MPI 140, 648, 7288);
-  // from 256 KiB blocks: 160, 657, 7140 (perf/RESULTS.md, 2026-11-29, sixth).
+  // from 256 KiB blocks: 160, 657, 7140 (perf/RESULTS.md, 2026-11-29, sixth). From 64 KiB blocks,
+  // as AlltoAll blocks and Sends (sharedCoresSendBytes), against 128 KiB, on the Intel Xeon VM
+  // (alltoallv_perf -n 50, 7-9 interleaved rounds, median us; perf/RESULTS.md, 2026-12-06):
+  // 4 ranks 256 KiB 55.5 against 81.9 (Open MPI 58.0), 512 KiB 108 against 129, 2 MiB 491 against
+  // 527; 3 ranks 384 KiB 61 against 68, 768 KiB 165 against 182; 8 ranks (-n 20, 5 rounds) 512 KiB
+  // 380 against 466, 1-4 MiB within 4% either way.
   bool collectiveSingleCopy(size_t bytes) const {
     return (cma && bytes >= cmaMinBytes) || (sharedCoresBlockBytes > 0 && bytes >= sharedCoresBlockBytes);
   }
   size_t sharedCoresBlockBytes = 0;
-  static constexpr size_t kSharedCoresBlockMinDefault = 128 << 10;
+  static constexpr size_t kSharedCoresBlockMinDefault = 64 << 10;
   // Whether a collective of `bytes` (its larger buffer) that has a zero-copy path may run on
   // registered buffers: it then publishes them and agrees on the path first.
   bool mayRegister(size_t bytes) const { return registered && forced == Algo::kAuto && bytes >= registeredMinBytes; }
