@@ -8,7 +8,7 @@
 // tenth): 2-rank ReduceScatter of 64 MiB then took 20.5-27.5 ms with ordinary stores into the slots
 // and 6.9-7.2 with streaming ones, whose lines reach the reader from memory, AllReduce 30.9-42.1
 // against 21.7-23.2; jobs in such a spell made section 2's 3x cliff. Outside the spells streaming
-// stores cost the reductions 10-20% there (AllReduce of 256 MiB 45-51 against 55-58 ms) and 5-12%
+// stores cost the reductions 10-20% there (AllReduce of 256 MiB 45-51 against 55-58 ms) and 4-12%
 // on the Intel Xeon VM (perf/RESULTS.md, 2026-12-06). Broadcast, AllGather and AlltoAll, whose
 // streaming slots cost little outside the spells, always stream (StoreChooser::copyToSlot).
 //
@@ -45,7 +45,7 @@ class HandoffStores {
   static constexpr size_t kMinBytes = StoreChooser::kStagingStreamingMinBytes;
   static constexpr int kSizeClasses = 3;
   static constexpr double kSpellMargin = 1.2;
-  // A trial's cost outside a spell: one call with streaming stores, 5-20% slower, in 64 (0.3%);
+  // A trial's cost outside a spell: one call with streaming stores, 4-20% slower, in 64 (0.3%);
   // inside one, one call with ordinary stores, 1.3-4x slower (0.5-5%). A spell that starts after a
   // trial waits at most this many calls: 1.5-6 s for 2-rank AllReduce of 64-256 MiB.
   static constexpr uint64_t kRetrialCalls = 64;
