@@ -105,11 +105,15 @@ TEST(HostAlgoRule, VectorBlocksTakeTheSingleCopyFromTheMinimumUp) {
   EXPECT_TRUE(t.collectiveSingleCopy(16 << 10));
   EXPECT_TRUE(t.collectiveSingleCopy(size_t{1} << 20));
   EXPECT_TRUE(t.collectiveSingleCopy(size_t{256} << 20));
-  // Ranks sharing cores: CMA is off, but blocks from 128 KiB still take it.
+  // Ranks sharing cores: CMA is off, but blocks from 64 KiB still take it, as AlltoAll blocks and
+  // Sends do.
   Tuning shared;
   shared.sharedCoresBlockBytes = Tuning::kSharedCoresBlockMinDefault;
-  EXPECT_FALSE(shared.collectiveSingleCopy(64 << 10));
+  EXPECT_FALSE(shared.collectiveSingleCopy(32 << 10));
+  EXPECT_FALSE(shared.collectiveSingleCopy((64 << 10) - 1));
+  EXPECT_TRUE(shared.collectiveSingleCopy(64 << 10));
   EXPECT_TRUE(shared.collectiveSingleCopy(128 << 10));
+  EXPECT_EQ(Tuning::kSharedCoresBlockMinDefault, Tuning::kSharedCoresSendMinDefault);
 }
 
 // Where ranks share cores, Sends take the single copy from 64 KiB (CMA itself is off there).

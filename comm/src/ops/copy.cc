@@ -147,8 +147,9 @@ void StoreChooser::record(Trial& t, bool streaming, size_t bytes, int64_t ns) {
     const double fast = median(t.rates[1]), plain = median(t.rates[0]);
     const std::string range = sizeClassRange(static_cast<int>(&t - trials_), kStreamingMinBytes, kSizeClasses);
     char line[240];
-    std::snprintf(line, sizeof line, "%s, messages %s: streaming stores %.2f GB/s (%zu samples), ordinary %.2f (%zu): %s",
-                  what_, range.c_str(), fast, t.rates[1].size(), plain, t.rates[0].size(),
+    std::snprintf(line, sizeof line,
+                  "%s, messages %s: streaming stores %.2f GB/s (%zu samples), ordinary %.2f (%zu): %s", what_,
+                  range.c_str(), fast, t.rates[1].size(), plain, t.rates[0].size(),
                   t.mode == Mode::kStreaming ? "streaming" : "ordinary");
     logInfo(line);
   }

@@ -156,7 +156,8 @@ class ReduceScatterOp : public PhasedCollective {
       std::byte* slot = ctx.slotHalf(me, chunkId(k));
       const size_t l = chunkLen(k);
       for (int b = 0; b < n; ++b) {
-        if (b != me || !ownInPlace) copyOut(slot + bytes(b * l), send + bytes(b * a_.count) + chunkOffset(k), bytes(l), streamHandoffs_);
+        if (b == me && ownInPlace) continue;
+        copyOut(slot + bytes(b * l), send + bytes(b * a_.count) + chunkOffset(k), bytes(l), streamHandoffs_);
       }
     }
     if (stage(phase, 1, k)) {
