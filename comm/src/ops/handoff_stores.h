@@ -47,7 +47,8 @@ class HandoffStores {
   static constexpr double kSpellMargin = 1.2;
   // A trial's cost outside a spell: one call with streaming stores, 4-20% slower, in 64 (0.3%);
   // inside one, one call with ordinary stores, 1.3-4x slower (0.5-5%). A spell that starts after a
-  // trial waits at most this many calls: 1.5-6 s for 2-rank AllReduce of 64-256 MiB.
+  // trial waits at most this many calls: 0.8-3.3 s for 2-rank AllReduce of 64-256 MiB on the Intel
+  // Xeon VM (13-52 ms a call).
   static constexpr uint64_t kRetrialCalls = 64;
 
   struct Pick {
