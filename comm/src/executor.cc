@@ -309,6 +309,18 @@ bool executeBatch(Context& ctx, std::span<const std::unique_ptr<Op>> ops, const 
       auto first = std::find_if(waited.begin(), waited.end(), [&](int r) { return r != ctx.rank(); });
       const int across = runner.waitedAcross();
       waitNotice.publish(first == waited.end() ? -1 : *first, across);
+      // A peer's failure that reached a request after this loop's step and before the reads
+      // above hid the rank it names: the timeout below found no one waited for, and blamed none
+      // (Campaign seed 4 under ASan: a rank alone on its host timed out on its own just as rank 0's
+      // report of the stopped rank 1 failed its receive). A fresh step throws that failure, and one
+      // that arrives after it leaves the reads naming the rank across, whose word the timeout waits for.
+      if (runner.step()) {
+        if (runner.finished()) return true;
+        idle = 0;
+        slept = false;
+        continue;
+      }
+      if (runner.finished()) return true;
       if (int dead = ctx.health().findDeadPeer(waited); dead >= 0) {
         // What a dead rank published before exiting is final: one more step sees all of it.
         if (runner.step() || runner.finished()) continue;
