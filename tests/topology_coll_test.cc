@@ -89,6 +89,37 @@ INSTANTIATE_TEST_SUITE_P(Shapes, TopologyCollTest,
                            return f.substr(0, f.find('.')) + "_" + std::to_string(std::get<1>(info.param)) + "ranks";
                          });
 
+// The two-level path's hand-offs (slot halves, domain partials, scratch slices) with each kind of
+// store forced, on calls large enough to take the hand-off's choice (ops/handoff_stores.h: from 16
+// MiB per rank; by default each rank times both kinds on its first calls of a size class). On
+// numa4.xml, 3 ranks make three domains of one rank, 5 ranks one domain of two and three of one.
+class TwoLevelStoresTest : public ::testing::TestWithParam<std::tuple<int, const char*>> {};
+
+TEST_P(TwoLevelStoresTest, ExactResults) {
+  auto [n, streaming] = GetParam();
+  if (!conflux::topology::haveHwloc()) GTEST_SKIP() << "built without hwloc";
+  RunOptions o;
+  o.env = {"CFX_TOPO_FILE=" + topoFile("numa4.xml"), std::string("CFX_STREAMING_STORES=") + streaming,
+           "CFX_DEBUG=INFO", "CFX_DEBUG_FILE=/tmp/cfx-topo-coll-%p.log"};
+  runRanks(n, [](Rank& rk) {
+    const std::string log = readLog();
+    ASSERT_NE(log.find("two-level reduction over"), std::string::npos) << "rank " << rk.rank << ":\n" << log;
+    constexpr size_t kHandedOff = (size_t{16} << 20) + 4;  // bytes per rank: the hand-offs' choice applies
+    for (bool inPlace : {false, true}) {
+      ASSERT_EQ(runCase(rk, CollKind::kAllReduce, cfxFloat32, cfxSum, kHandedOff / 4, inPlace), "");
+    }
+    ASSERT_EQ(runCase(rk, CollKind::kAllReduce, cfxBfloat16, cfxAvg, kHandedOff / 2, false), "");
+    ASSERT_EQ(runCase(rk, CollKind::kReduce, cfxInt32, cfxMax, kHandedOff / 4, false), "");
+  }, o);
+}
+
+INSTANTIATE_TEST_SUITE_P(ForcedStores, TwoLevelStoresTest,
+                         ::testing::Combine(::testing::Values(3, 5), ::testing::Values("0", "1")),
+                         [](const auto& info) {
+                           return "numa4_" + std::to_string(std::get<0>(info.param)) + "ranks_streaming" +
+                                  std::get<1>(info.param);
+                         });
+
 // This machine with CFX_BIND=core: each rank's thread is bound to its share of the cores, as the
 // plan says (the plan is computed here, before the ranks start, from the same live topology).
 TEST(TopologyBinding, CoreBindingOnThisMachine) {

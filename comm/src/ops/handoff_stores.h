@@ -1,6 +1,7 @@
 // The stores of the staged reductions' hand-offs: the bytes a rank writes into shared memory for its
 // peers to read next (AllReduce's and Reduce's inputs into the staging slots and their reduced
-// slices into the scratch, ReduceScatter's inputs into the slots).
+// slices into the scratch, ReduceScatter's inputs into the slots; on hosts of several NUMA domains,
+// the two-level AllReduce's slots, domain partials and scratch slices: ops/two_level.cc).
 //
 // With ordinary stores those lines are dirty in the writer's cache, and the reader takes them from
 // there. On the AMD EPYC VM the hypervisor at times places the two vCPUs where such transfers run

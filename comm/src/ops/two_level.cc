@@ -2,7 +2,6 @@
 // domain first, then across domains, so each rank's input is read once by its own domain and only
 // one partial per domain crosses the socket interconnect (topology/plan.h decides the domains;
 // shm_layout.h holds one partial area per domain, placed on that domain's node).
-#include <cstring>
 #include <vector>
 
 #include "ops/collective.h"
@@ -10,6 +9,7 @@
 #include "ops/staged.h"
 #include "ops/tuning.h"
 #include "reduce/kernels.h"
+#include "reduce/stream_out.h"
 
 namespace conflux {
 
@@ -25,7 +25,10 @@ namespace {
 //                           partials, in domain order, into the scratch half;
 //   finish p-3:             copy the whole chunk from scratch to the output (root only for Reduce).
 // Every rank reads the same scratch, so all get the same bits; the summation order (domains in
-// node order, ranks in rank order inside a domain) is fixed, so runs repeat bitwise.
+// node order, ranks in rank order inside a domain) is fixed, so runs repeat bitwise. The hand-offs
+// (the slot halves, the domain partials and the scratch slices, which other ranks read next) take
+// the stores this rank chose for them, as rsag's do (ops/handoff_stores.h); either kind writes the
+// same bits.
 class TwoLevelAllReduceOp : public PhasedCollective {
  public:
   using PhasedCollective::PhasedCollective;
@@ -38,6 +41,7 @@ class TwoLevelAllReduceOp : public PhasedCollective {
       if (mates[i] == ctx.rank()) position_ = static_cast<int>(i);
     }
     srcs_.resize(std::max<size_t>(ctx.size(), ctx.domains()));
+    pickHandoffStores(ctx, bytes(a_.count));
     return planChunks(ctx, ctx.halfBytes() / esize_, 4);
   }
 
@@ -45,23 +49,21 @@ class TwoLevelAllReduceOp : public PhasedCollective {
     const auto* send = static_cast<const std::byte*>(a_.send);
     auto* recv = static_cast<std::byte*>(a_.recv);
     size_t k, lo, hi;
-    if (stage(phase, 0, k)) std::memcpy(ctx.slotHalf(ctx.rank(), chunkId(k)), send + chunkOffset(k), bytes(chunkLen(k)));
+    if (stage(phase, 0, k)) copyOut(ctx.slotHalf(ctx.rank(), chunkId(k)), send + chunkOffset(k), bytes(chunkLen(k)), streamHandoffs_);
     if (stage(phase, 1, k)) {
       const auto& mates = ctx.domainRanks(domain_);
       const int m = static_cast<int>(mates.size());
       sliceOf(chunkLen(k), position_, m, lo, hi);
       if (hi > lo) {
         for (int i = 0; i < m; ++i) srcs_[i] = ctx.slotHalf(mates[i], chunkId(k)) + bytes(lo);
-        reduce::reduce(ctx.domainHalf(domain_, chunkId(k)) + bytes(lo), srcs_.data(), m, hi - lo, a_.datatype,
-                       reduce::partialOp(a_.op), 1);
+        handOff(ctx.domainHalf(domain_, chunkId(k)) + bytes(lo), m, hi - lo, reduce::partialOp(a_.op), 1);
       }
     }
     if (stage(phase, 2, k)) {
       sliceOf(chunkLen(k), ctx.rank(), ctx.size(), lo, hi);
       if (hi > lo) {
         for (int d = 0; d < ctx.domains(); ++d) srcs_[d] = ctx.domainHalf(d, chunkId(k)) + bytes(lo);
-        reduce::reduce(ctx.scratchHalf(chunkId(k)) + bytes(lo), srcs_.data(), ctx.domains(), hi - lo, a_.datatype, a_.op,
-                       ctx.size());
+        handOff(ctx.scratchHalf(chunkId(k)) + bytes(lo), ctx.domains(), hi - lo, a_.op, ctx.size());
       }
     }
     bool receives = a_.coll == Coll::kAllReduce || ctx.rank() == a_.root;
@@ -71,6 +73,13 @@ class TwoLevelAllReduceOp : public PhasedCollective {
   }
 
  private:
+  // Reduces `len` elements of srcs_[0..nsrc) into `dst`, a hand-off other ranks read next.
+  void handOff(std::byte* dst, int nsrc, size_t len, cfxRedOp_t op, int divisor) {
+    void* outs[1] = {dst};
+    if (streamHandoffs_ && reduce::reduceStreamed(outs, 1, srcs_.data(), nsrc, len, a_.datatype, op, divisor)) return;
+    reduce::reduce(dst, srcs_.data(), nsrc, len, a_.datatype, op, divisor);
+  }
+
   int domain_ = 0;
   int position_ = 0;
   std::vector<const void*> srcs_;
