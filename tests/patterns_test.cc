@@ -8,6 +8,7 @@
 
 #include "common/arith.h"
 #include "hier/hier_ops.h"
+#include "shm_layout.h"
 #include "vector_coll.h"
 #include "patterns/double_binary_tree.h"
 #include "patterns/halving_doubling.h"
@@ -280,4 +281,41 @@ TEST(VectorLine, SlotsAndOffsets) {
   EXPECT_TRUE(most.carries(0));
   EXPECT_FALSE(most.carries(1));
   EXPECT_EQ(VectorLine({1, VectorKind::kAlltoAllv}).slot(), 0u);
+}
+
+// Blocks the line has no room for, in the sender's box: each peer a share in whole cache lines.
+TEST(VectorLine, Boxes) {
+  using conflux::kVectorBoxBlockBytes;
+  using conflux::kVectorBoxBytes;
+  using conflux::VectorKind;
+  using conflux::VectorLine;
+  static_assert(kVectorBoxBytes == 16384 && kVectorBoxBlockBytes == 8192, "the values below assume these");
+  const VectorLine two{2, VectorKind::kAlltoAllv};
+  EXPECT_EQ(two.boxSlot(), 8192u);  // the most a block takes
+  EXPECT_FALSE(two.inBox(984));  // in the line
+  EXPECT_TRUE(two.withCheck(984));
+  EXPECT_TRUE(two.inBox(985));
+  EXPECT_TRUE(two.inBox(8192));
+  EXPECT_FALSE(two.inBox(8193));  // by Send/Recv
+  EXPECT_FALSE(two.withCheck(8193));
+  EXPECT_EQ(two.boxOffset(0, 1), 0u);
+  EXPECT_EQ(two.boxOffset(1, 0), 0u);
+  const VectorLine four{4, VectorKind::kReduceScatterv};
+  EXPECT_EQ(four.boxSlot(), 5440u);  // 16384 / 3, whole cache lines
+  EXPECT_TRUE(four.inBox(313));
+  EXPECT_TRUE(four.inBox(5440));
+  EXPECT_FALSE(four.inBox(5441));
+  EXPECT_EQ(four.boxOffset(2, 0), 0u);
+  EXPECT_EQ(four.boxOffset(2, 1), 5440u);
+  EXPECT_EQ(four.boxOffset(2, 3), 2 * 5440u);  // its own share skipped
+  EXPECT_LE(four.boxOffset(2, 3) + four.boxSlot(), kVectorBoxBytes);
+  const VectorLine gather{4, VectorKind::kAllGatherv};  // one block, read by every peer
+  EXPECT_TRUE(gather.inBox(953));
+  EXPECT_TRUE(gather.inBox(8192));
+  EXPECT_FALSE(gather.inBox(8193));
+  EXPECT_EQ(gather.boxOffset(1, 3), 0u);
+  const VectorLine eight{8, VectorKind::kAlltoAllv};
+  EXPECT_EQ(eight.boxSlot() % 64, 0u);
+  EXPECT_LE(7 * eight.boxSlot(), kVectorBoxBytes);
+  EXPECT_FALSE(VectorLine({1, VectorKind::kAlltoAllv}).inBox(1));
 }

@@ -38,11 +38,11 @@ TEST_P(VectorColl, OnAStreamAndInAGroup) {
   runRanks(GetParam(), [](Rank& rk) { ASSERT_EQ(streamAndGroupCases(rk), ""); });
 }
 
-// Small calls run as values on the caller's thread (runQuickVector); one whose peer is late moves
-// to the heap and waits there, blocking or on a stream. Each call has a different late rank, and
-// every output is exact.
-TEST_P(VectorColl, SmallCallsWaitForALateRankAndStayExact) {
-  runRanks(GetParam(), [](Rank& rk) {
+// Calls whose blocks all travel with the check, back to back, blocking and on a stream, each with
+// a different late rank; `base` elements more in every block (0: in the lines; 400 int32: in the
+// boxes, up to 8 ranks, while a peer may still read the previous call's box).
+void lateRankCalls(Rank& rk, size_t base) {
+  {
     const int n = rk.nranks, me = rk.rank;
     cfxStream_t stream = nullptr;
     ASSERT_EQ(cfxStreamCreate(&stream), cfxSuccess);
@@ -53,10 +53,10 @@ TEST_P(VectorColl, SmallCallsWaitForALateRankAndStayExact) {
       std::vector<size_t> sc(n), sd(n), rc(n), rd(n);
       size_t sent = 0, received = 0;
       for (int j = 0; j < n; ++j) {
-        sc[j] = 1 + (me + j + call) % 3;
+        sc[j] = base + 1 + (me + j + call) % 3;
         sd[j] = sent;
         sent += sc[j];
-        rc[j] = 1 + (j + me + call) % 3;
+        rc[j] = base + 1 + (j + me + call) % 3;
         rd[j] = received;
         received += rc[j];
       }
@@ -66,7 +66,7 @@ TEST_P(VectorColl, SmallCallsWaitForALateRankAndStayExact) {
       std::vector<size_t> gc(n), gd(n);
       size_t gathered = 0;
       for (int j = 0; j < n; ++j) {
-        gc[j] = 1 + (j + call) % 2;
+        gc[j] = base + 1 + (j + call) % 2;
         gd[j] = gathered;
         gathered += gc[j];
       }
@@ -99,6 +99,53 @@ TEST_P(VectorColl, SmallCallsWaitForALateRankAndStayExact) {
       }
     }
     ASSERT_EQ(cfxStreamDestroy(stream), cfxSuccess);
+  }
+}
+
+// Small calls run as values on the caller's thread (runQuickVector); one whose peer is late moves
+// to the heap and waits there, blocking or on a stream. Every output is exact.
+TEST_P(VectorColl, SmallCallsWaitForALateRankAndStayExact) {
+  runRanks(GetParam(), [](Rank& rk) { lateRankCalls(rk, 0); });
+}
+
+// The same with blocks too large for the lines: in the senders' boxes (vector_coll.h, VectorLine).
+TEST_P(VectorColl, BoxedCallsWaitForALateRankAndStayExact) {
+  runRanks(GetParam(), [](Rank& rk) { lateRankCalls(rk, 400); });
+}
+
+// Several calls with blocks in the boxes in one group: every rank publishes them all at once, and
+// the last rank comes late, so a rank's box may be wanted again (two boxes per rank) while a peer
+// has not read it yet; it waits for that peer. Every output is exact.
+TEST_P(VectorColl, BoxedCallsInAGroupWaitForTheirReaders) {
+  runRanks(GetParam(), [](Rank& rk) {
+    const int n = rk.nranks, me = rk.rank;
+    constexpr int kCalls = 5;
+    constexpr size_t kBlock = 500;  // int32 per block: in a box at up to 8 ranks, not in a line
+    std::vector<size_t> counts(n, kBlock), displs(n);
+    for (int j = 0; j < n; ++j) displs[j] = j * kBlock;
+    std::vector<std::vector<int32_t>> in(kCalls), out(kCalls);
+    for (int c = 0; c < kCalls; ++c) {
+      in[c].resize(n * kBlock);
+      out[c].assign(n * kBlock, -1);
+      for (size_t e = 0; e < in[c].size(); ++e) in[c][e] = static_cast<int32_t>(100000 * c + 1000 * me + e);
+    }
+    if (me == n - 1) usleep(20000);
+    ASSERT_EQ(cfxGroupStart(), cfxSuccess);
+    for (int c = 0; c < kCalls; ++c) {
+      ASSERT_EQ(cfxAlltoAllv(in[c].data(), counts.data(), displs.data(), out[c].data(), counts.data(), displs.data(),
+                             cfxInt32, rk.comm, nullptr),
+                cfxSuccess)
+          << cfxGetLastError(rk.comm);
+    }
+    ASSERT_EQ(cfxGroupEnd(), cfxSuccess) << cfxGetLastError(rk.comm);
+    for (int c = 0; c < kCalls; ++c) {
+      for (int j = 0; j < n; ++j) {
+        for (size_t e = 0; e < kBlock; ++e) {
+          ASSERT_EQ(out[c][j * kBlock + e], static_cast<int32_t>(100000 * c + 1000 * j + me * kBlock + e))
+              << "call " << c << " block of rank " << j << " element " << e;
+        }
+      }
+    }
   });
 }
 

@@ -138,6 +138,8 @@ class Context {
     held_[seq % kMailboxSlots] = seq;
     box.seq.store(seq, std::memory_order_release);
   }
+  // A v-collective's box of rank r for operation `seq` (shm_layout.h).
+  std::byte* vectorBox(int r, uint64_t seq) const { return control(r).vectorBox[seq % kVectorBoxes].data; }
   // This rank finished operation `seq`. The peers (one may wait to reuse a mailbox) are woken by
   // the next ringAll() or flushRing(): a latency-path call finishes the previous call and publishes
   // its own in one step, so both share one fence and one look at the peers' doorbells.

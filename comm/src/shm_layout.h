@@ -21,7 +21,7 @@
 namespace conflux {
 
 inline constexpr uint64_t kSegmentMagic = 0x43465853484d3031ull;  // "CFXSHM01"
-inline constexpr uint32_t kSegmentVersion = 14;
+inline constexpr uint32_t kSegmentVersion = 15;
 
 struct OpDescriptor {
   uint64_t seq = 0;
@@ -67,6 +67,22 @@ struct alignas(64) Mailbox {
 };
 static_assert(offsetof(Mailbox, data) == 56, "the first 8 bytes of data share the sequence number's line");
 
+// A v-collective's blocks on one host that its check's line has no room for (vector_coll.h,
+// VectorLine) travel in a box of the sender's: kVectorBoxes per rank, used by operation number in
+// turn. Operation s writes its box once every rank has finished operation s - kVectorBoxes, so
+// every earlier operation that used that box, whichever order a group's operations published in.
+// Two boxes let a rank write its next call's blocks while a slow peer still reads this one's.
+// A block takes at most kVectorBoxBlockBytes of a box: larger ones went faster by Send/Recv, whose
+// channel overlaps the sender's copy with the receiver's (2-rank AlltoAllv, ns per call, Send/Recv
+// against the box: 16 KiB blocks 4,628 against 4,818, 32 KiB 4,845 against 7,309; 8 KiB 3,386
+// against 2,999; perf/RESULTS.md, 2026-12-06 (third)).
+inline constexpr size_t kVectorBoxBytes = 16384;
+inline constexpr size_t kVectorBoxBlockBytes = 8192;
+inline constexpr uint64_t kVectorBoxes = 2;
+struct alignas(64) VectorBox {
+  std::byte data[kVectorBoxBytes];
+};
+
 // A registered buffer a rank uses in its current collective (registry.h): the registration (id 0:
 // the buffer is not registered), the buffer's offset in it, and what a peer needs to map it (the
 // file descriptor in the owner's process, the whole mapping's size, the file's inode).
@@ -110,6 +126,7 @@ struct alignas(64) RankControl {
   FreedNotices freed;                             // written by this rank's API calls only
   alignas(64) std::atomic<uint64_t> finished{0};
   Mailbox mailbox[kMailboxSlots];
+  VectorBox vectorBox[kVectorBoxes];
 };
 
 struct SegmentHeader {

@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <cstring>
 #include <string>
 
@@ -81,6 +82,19 @@ bool VectorLine::carries(size_t bytes) const { return bytes <= (kind == VectorKi
 size_t VectorLine::offset(int from, int to) const {
   if (kind == VectorKind::kAllGatherv) return countBytes();
   return countBytes() + static_cast<size_t>(to < from ? to : to - 1) * slot();
+}
+
+size_t VectorLine::boxSlot() const {
+  return n > 1 ? std::min(kVectorBoxBlockBytes, kVectorBoxBytes / static_cast<size_t>(n - 1) / 64 * 64) : 0;
+}
+
+bool VectorLine::inBox(size_t bytes) const {
+  return !carries(bytes) && bytes <= (kind == VectorKind::kAllGatherv ? kVectorBoxBlockBytes : boxSlot());
+}
+
+size_t VectorLine::boxOffset(int from, int to) const {
+  if (kind == VectorKind::kAllGatherv) return 0;
+  return static_cast<size_t>(to < from ? to : to - 1) * boxSlot();
 }
 
 }  // namespace conflux

@@ -358,11 +358,11 @@ bool runQuickVector(Communicator& comm, VectorArgs& args, Stream* stream, Outcom
   for (int r = 0; r < n; ++r) {
     if (r == me) continue;
     const size_t sent = args.sendCounts[r] * esize, received = args.recvCounts[r] * esize;
-    if ((sent > 0 && !line.carries(sent)) || (received > 0 && !line.carries(received))) return false;
+    if ((sent > 0 && !line.withCheck(sent)) || (received > 0 && !line.withCheck(received))) return false;
   }
-  // ReduceScatterv reduces in the check only the blocks the lines carry (addTransfers).
+  // ReduceScatterv reduces in the check only the blocks the lines or boxes carry (addTransfers).
   const size_t mine = args.recvCounts[me] * esize;
-  if (args.kind == VectorKind::kReduceScatterv && mine > 0 && !line.carries(mine)) return false;
+  if (args.kind == VectorKind::kReduceScatterv && mine > 0 && !line.withCheck(mine)) return false;
   VectorCall s(std::move(args), n, me);
   if (runQuickCheck(comm.engine(), s, flightCallOf(s.a, me), stream, out)) return true;
   args = std::move(s.a);
@@ -376,7 +376,7 @@ std::vector<std::unique_ptr<Op>> makeVectorCollective(const Communicator& comm, 
   if (comm.onOneHost() && n <= VectorLine::kMaxLineRanks) {
     ops.push_back(comm.recorded(makeMailboxCheck(s), flightCallOf(s->a, me)));
     const VectorLine line{n, s->a.kind};
-    addTransfers(comm, s, [&](size_t bytes) { return line.carries(bytes); }, false, ops);
+    addTransfers(comm, s, [&](size_t bytes) { return line.withCheck(bytes); }, false, ops);
     return ops;
   }
   s->line.reserve(s->width());

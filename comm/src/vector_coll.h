@@ -75,10 +75,11 @@ size_t paddedBlock(std::span<const size_t> counts, size_t esize, int nhosts, dou
 
 // On one host, with at most kMaxLineRanks ranks, the check runs on the latency path's mailboxes
 // (vector_mailbox_op.cc): each rank publishes a line, its call's header, its sendcounts and
-// recvcounts (2n + 1 words), then the blocks it sends that the line carries; the other blocks go
-// by Send/Recv. Which blocks the line carries is known to sender and receiver alike from the counts
-// they both hold (and the check proves equal), so a rank creates only the Send/Recv it needs. Pure,
-// unit-tested.
+// recvcounts (2n + 1 words), then the blocks it sends that the line carries; blocks too large for
+// the line, up to a share of the sender's box (shm_layout.h, VectorBox), travel in that box,
+// written before the line is published; the other blocks go by Send/Recv. Which blocks travel
+// where is known to sender and receiver alike from the counts they both hold (and the check proves
+// equal), so a rank creates only the Send/Recv it needs. Pure, unit-tested.
 struct VectorLine {
   // A line is the first 1 KiB of a mailbox (shm_layout.h). 2 KiB lines were slower at 2 ranks for
   // 64-128 B (median us 0.38-0.42 against 0.44-0.49) and faster only at 4 ranks from 1 KiB
@@ -97,6 +98,16 @@ struct VectorLine {
   bool carries(size_t bytes) const;
   // Where the block from rank `from` to rank `to` lies in `from`'s line (bytes from its start).
   size_t offset(int from, int to) const;
+  // AlltoAllv and ReduceScatterv: the bytes each peer's block has in a box, whole cache lines, at
+  // most kVectorBoxBlockBytes (shm_layout.h).
+  size_t boxSlot() const;
+  // Whether a block of `bytes` between two different ranks travels in the sender's box: the line
+  // has no room for it and the box has (AllGatherv: the one block, up to kVectorBoxBlockBytes).
+  bool inBox(size_t bytes) const;
+  // Where the block from rank `from` to rank `to` lies in `from`'s box.
+  size_t boxOffset(int from, int to) const;
+  // Whether a block travels with the check (in the line or the box), not by Send/Recv.
+  bool withCheck(size_t bytes) const { return carries(bytes) || inBox(bytes); }
 };
 
 // The batch for one call (argument checks were done by the caller).
