@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cstring>
+#include <thread>
 #include <vector>
 
 #include "harness.h"
@@ -217,6 +218,40 @@ TEST(P2p, GroupFailureIsTheCommunicatorsLastError) {
       EXPECT_NE(std::string(cfxGetLastError(rk.comm)).find("cfxGroupEnd: "), std::string::npos)
           << cfxGetLastError(rk.comm);
     }
+  }, o);
+}
+
+// A receiver that sleeps at once (no spinning, no yields) is woken by the send, not by the end of
+// its sleep (100 ms here): a send leaves its peer's doorbell to the end of the pass or the call
+// (Context::oweRing), and a wake-up lost there would cost each message a whole sleep. Ping-pong of
+// 8 B, blocking and grouped, the sender pausing first so that its peer is asleep: 80 messages took
+// 0.2 s, and 7.4 s with the send's ring left out.
+TEST(P2p, SleepingReceiversAreWokenBySends) {
+  RunOptions o;
+  o.env = {"CFX_SPIN=0", "CFX_YIELDS=0", "CFX_LIVENESS_MS=100"};
+  runRanks(2, [](Rank& rk) {
+    const int peer = 1 - rk.rank;
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int it = 0; it < 40; ++it) {
+      const bool grouped = it % 2 == 1;
+      const uint64_t ping = 1000 + it, pong = 2000 + it;
+      uint64_t got = 0;
+      auto exchange = [&](const uint64_t* out, bool sendFirst) {
+        if (sendFirst) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+        if (grouped) CFX_ASSERT_OK(cfxGroupStart());
+        if (sendFirst) {
+          CFX_ASSERT_OK(cfxSend(out, 1, cfxUint64, peer, rk.comm, nullptr));
+        } else {
+          CFX_ASSERT_OK(cfxRecv(&got, 1, cfxUint64, peer, rk.comm, nullptr));
+        }
+        if (grouped) CFX_ASSERT_OK(cfxGroupEnd());
+      };
+      exchange(&ping, rk.rank == 0);
+      exchange(&pong, rk.rank == 1);
+      ASSERT_EQ(got, rk.rank == 0 ? pong : ping) << "message " << it;
+    }
+    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    EXPECT_LT(secs, 2.0) << "80 messages to a sleeping receiver: a send did not wake its peer";
   }, o);
 }
 

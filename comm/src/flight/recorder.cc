@@ -44,8 +44,7 @@ Recorder::Recorder(Identity who, size_t capacity) : who_(std::move(who)) {
 
 Recorder::~Recorder() = default;
 
-uint64_t Recorder::add(const Call& c, int64_t queuedNs) {
-  const uint64_t id = next_.fetch_add(1, std::memory_order_relaxed);
+uint64_t Recorder::write(uint64_t id, const Call& c, int64_t queuedNs) {
   int64_t seq;
   if (c.p2p && c.root >= 0 && c.root < who_.nranks) {
     seq = p2pSeq_[2 * static_cast<size_t>(c.root) + (c.isRecv ? 1 : 0)].fetch_add(1, std::memory_order_relaxed) + 1;

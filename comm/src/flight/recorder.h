@@ -69,7 +69,13 @@ class Recorder {
   // Records a new operation as queued and returns its id.
   uint64_t add(const Call& c) { return add(c, now()); }
   // The same with the time it was queued read by the caller (one read for a group's operations).
-  uint64_t add(const Call& c, int64_t queuedNs);
+  uint64_t add(const Call& c, int64_t queuedNs) { return write(next_.fetch_add(1, std::memory_order_relaxed), c, queuedNs); }
+  // Ids for `n` operations, first to first + n - 1, claimed with one atomic increment (a group's
+  // records: each locked increment drains the store buffer, where a Send's slot may wait for its
+  // line); each is then written with write().
+  uint64_t claim(size_t n) { return next_.fetch_add(n, std::memory_order_relaxed); }
+  // Records operation `id` (claimed, and written once) as queued; returns the id.
+  uint64_t write(uint64_t id, const Call& c, int64_t queuedNs);
   // Ids of 0 (operations not recorded) are ignored by the updates below.
   void started(uint64_t id);
   // `ranks` are communicator ranks.

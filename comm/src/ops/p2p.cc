@@ -25,7 +25,7 @@ P2pOp P2pOp::recv(void* buf, size_t bytes, int peer, int reportPeer) {
 bool P2pOp::progress(Context& ctx) {
   if (send_) {
     if (!ctx.sendChannel(peer_).progressSend(t_)) return false;
-    ctx.ring(peer_);
+    ctx.oweRing();
     return true;
   }
   if (!ctx.recvChannel(peer_).progressRecv(t_, report_, ctx.commRank(ctx.rank()), ctx.pid(peer_))) return false;
