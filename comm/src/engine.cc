@@ -289,8 +289,8 @@ bool Engine::runQuick(std::span<P2pOp> ops, Stream* stream, Outcome& out) {
       done = true;
       if (recorder == nullptr) return;
       const int64_t queued = flight::Recorder::now();
-      uint64_t id = recorder->claim(ops.size());
-      for (P2pOp& op : ops) op.flightId = recorder->write(id++, op.flightCall(), queued);
+      flight::Recorder::Writing writing(*recorder);
+      for (P2pOp& op : ops) op.flightId = writing.add(op.flightCall(), queued);
     }
   } record(recorder_, ops);
   bool finished = false;

@@ -1,5 +1,6 @@
 #include "flight/recorder.h"
 
+#include <sched.h>
 #include <time.h>
 
 #include <algorithm>
@@ -35,8 +36,7 @@ Recorder::Recorder(Identity who, size_t capacity) : who_(std::move(who)) {
   while (cap < capacity) cap *= 2;
   mask_ = cap - 1;
   slots_ = std::make_unique<Slot[]>(cap);
-  p2pSeq_ = std::make_unique<std::atomic<int64_t>[]>(2 * static_cast<size_t>(std::max(who_.nranks, 1)));
-  for (size_t i = 0; i < 2 * static_cast<size_t>(std::max(who_.nranks, 1)); ++i) p2pSeq_[i] = 0;
+  p2pSeq_ = std::make_unique<int64_t[]>(2 * static_cast<size_t>(std::max(who_.nranks, 1)));  // zeroed
   waitingFor_.resize(cap);
   detail_.resize(cap);
   textIds_.assign(cap, 0);
@@ -44,13 +44,22 @@ Recorder::Recorder(Identity who, size_t capacity) : who_(std::move(who)) {
 
 Recorder::~Recorder() = default;
 
-uint64_t Recorder::write(uint64_t id, const Call& c, int64_t queuedNs) {
-  int64_t seq;
-  if (c.p2p && c.root >= 0 && c.root < who_.nranks) {
-    seq = p2pSeq_[2 * static_cast<size_t>(c.root) + (c.isRecv ? 1 : 0)].fetch_add(1, std::memory_order_relaxed) + 1;
-  } else {
-    seq = collSeq_.fetch_add(1, std::memory_order_relaxed) + 1;
+void Recorder::lockWritersSlow() {
+  // The holder only fills a slot; it may have lost its CPU, so the wait yields after a few polls.
+  for (int polls = 0; writers_.exchange(1, std::memory_order_acquire) != 0; ++polls) {
+    while (writers_.load(std::memory_order_relaxed) != 0) {
+      if (++polls > 64) sched_yield();
+    }
   }
+}
+
+uint64_t Recorder::write(const Call& c, int64_t queuedNs) {
+  const uint64_t id = next_.load(std::memory_order_relaxed);
+  next_.store(id + 1, std::memory_order_relaxed);
+  int64_t& counter = c.p2p && c.root >= 0 && c.root < who_.nranks
+                         ? p2pSeq_[2 * static_cast<size_t>(c.root) + (c.isRecv ? 1 : 0)]
+                         : collSeq_;
+  const int64_t seq = ++counter;
   Slot& s = slots_[id & mask_];
   const uint64_t v = s.version.load(std::memory_order_relaxed);
   s.version.store(v + 1, std::memory_order_relaxed);

@@ -3,9 +3,10 @@
 // recorder, NCCL's RAS): which operation this rank is in, since when, and whom it waits for.
 //
 // Recording is cheap enough for the latency path (about 0.02 us per call, measured on 2 ranks):
-// one atomic increment claims a slot, the fields are relaxed atomic stores under a per-slot
-// sequence lock, and the time comes from the coarse monotonic clock (a few ns, a few ms of
-// resolution), read once per operation. Readers (a dump, possibly on another thread while
+// one locked exchange takes the writers' lock for a record or a group's records (the counters are
+// plain under it), the fields are relaxed atomic stores under a per-slot sequence lock, and the
+// time comes from the coarse monotonic clock (a few ns, a few ms of resolution), read once per
+// operation or group. Readers (a dump, possibly on another thread while
 // operations run) take a consistent copy of each slot and retry a slot being rewritten.
 // What an operation waits for is recorded only when its wait goes to sleep, with the text the
 // timeout message would carry.
@@ -69,13 +70,19 @@ class Recorder {
   // Records a new operation as queued and returns its id.
   uint64_t add(const Call& c) { return add(c, now()); }
   // The same with the time it was queued read by the caller (one read for a group's operations).
-  uint64_t add(const Call& c, int64_t queuedNs) { return write(next_.fetch_add(1, std::memory_order_relaxed), c, queuedNs); }
-  // Ids for `n` operations, first to first + n - 1, claimed with one atomic increment (a group's
-  // records: each locked increment drains the store buffer, where a Send's slot may wait for its
-  // line); each is then written with write().
-  uint64_t claim(size_t n) { return next_.fetch_add(n, std::memory_order_relaxed); }
-  // Records operation `id` (claimed, and written once) as queued; returns the id.
-  uint64_t write(uint64_t id, const Call& c, int64_t queuedNs);
+  uint64_t add(const Call& c, int64_t queuedNs) { return Writing(*this).add(c, queuedNs); }
+  // Records several operations (a group's) under one hold of the writers' lock.
+  class Writing {
+   public:
+    explicit Writing(Recorder& r) : r_(r) { r_.lockWriters(); }
+    ~Writing() { r_.unlockWriters(); }
+    Writing(const Writing&) = delete;
+    Writing& operator=(const Writing&) = delete;
+    uint64_t add(const Call& c, int64_t queuedNs) { return r_.write(c, queuedNs); }
+
+   private:
+    Recorder& r_;
+  };
   // Ids of 0 (operations not recorded) are ignored by the updates below.
   void started(uint64_t id);
   // `ranks` are communicator ranks.
@@ -123,9 +130,21 @@ class Recorder {
   Identity who_;
   size_t mask_;
   std::unique_ptr<Slot[]> slots_;
-  std::atomic<uint64_t> next_{1};
-  std::atomic<int64_t> collSeq_{0};
-  std::unique_ptr<std::atomic<int64_t>[]> p2pSeq_;  // [2 * peer + (recv ? 1 : 0)]
+  // Writers (the thread that runs the engine's quick paths, API threads recording the operations
+  // they build) hold this lock for the counters and the slot they fill: one locked exchange per
+  // record, or per group of records, where an atomic increment of each counter cost one (three
+  // for a Send/Recv pair), each draining the store buffer.
+  std::atomic<uint32_t> writers_{0};
+  void lockWriters() {
+    if (writers_.exchange(1, std::memory_order_acquire) != 0) [[unlikely]] lockWritersSlow();
+  }
+  void lockWritersSlow();
+  void unlockWriters() { writers_.store(0, std::memory_order_release); }
+  uint64_t write(const Call& c, int64_t queuedNs);  // under the writers' lock
+
+  std::atomic<uint64_t> next_{1};  // written under the writers' lock; read by snapshot()
+  int64_t collSeq_ = 0;            // under the writers' lock
+  std::unique_ptr<int64_t[]> p2pSeq_;  // [2 * peer + (recv ? 1 : 0)], under the writers' lock
   mutable std::mutex textMu_;                      // the waits' texts and the failure
   std::vector<uint64_t> textIds_;  // the operation each slot's text belongs to
   std::vector<std::vector<int>> waitingFor_;
