@@ -112,6 +112,10 @@ void rootReturnsItsWindow(int nranks, int window, int expect) {
 
 TEST_P(RunAheadTest, RootReturnsOneCallWithWindowOne) { rootReturnsItsWindow(GetParam(), 1, 1); }
 TEST_P(RunAheadTest, RootReturnsFiveCallsWithWindowFive) { rootReturnsItsWindow(GetParam(), 5, 5); }
+// A window whose half is not a multiple of the stride at which the root looks at its earlier
+// calls' confirmations (executor.h, kConfirmStride): it looks at 10 and 18 calls, and still
+// returns all 20.
+TEST_P(RunAheadTest, RootReturnsTwentyCallsWithWindowTwenty) { rootReturnsItsWindow(GetParam(), 20, 20); }
 TEST_P(RunAheadTest, RootReturns126CallsByDefault) { rootReturnsItsWindow(GetParam(), 0, 126); }
 
 INSTANTIATE_TEST_SUITE_P(Ranks, RunAheadTest, ::testing::Values(1, 2, 3, 4, 7));

@@ -180,9 +180,16 @@ bool Context::readFinished(uint64_t seq, std::vector<int>* lagging) const {
 }
 
 bool Context::somePeerFinished(uint64_t seq) const {
-  if (seq <= finishedByAll_.load(std::memory_order_relaxed)) return true;
+  if (seq <= finishedByAll_.load(std::memory_order_relaxed) || seq <= finishedBySomePeer_.load(std::memory_order_relaxed)) {
+    return true;
+  }
   for (int r = 0; r < size_; ++r) {
-    if (r != rank_ && control(r).finished.load(std::memory_order_acquire) >= seq) return true;
+    if (r == rank_) continue;
+    const uint64_t f = control(r).finished.load(std::memory_order_acquire);
+    if (f >= seq) {
+      finishedBySomePeer_.store(f, std::memory_order_relaxed);  // one thread runs this context's work
+      return true;
+    }
   }
   return false;
 }

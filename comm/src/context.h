@@ -199,6 +199,10 @@ class Context {
   // The lowest operation every rank had finished when last read: allFinished answers from it
   // without touching the peers' cache lines (their counters only grow).
   mutable std::atomic<uint64_t> finishedByAll_{0};
+  // The highest operation some peer had finished when last read (somePeerFinished): the root of a
+  // run of Broadcasts confirms its early calls from one read of that line, not one per call, each
+  // a miss while the peer finishes a call at a time.
+  mutable std::atomic<uint64_t> finishedBySomePeer_{0};
   std::unique_ptr<std::byte[]> private_;  // privateScratch
   size_t privateBytes_ = 0;
   bool ringOwed_ = false;  // finishOp stored `finished` without waking the peers yet

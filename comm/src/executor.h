@@ -59,6 +59,7 @@ bool executeBatch(Context& ctx, std::span<const std::unique_ptr<Op>> ops, const 
 // caller's bookkeeping then overlaps the peers' replies rather than delaying its own sends.
 inline constexpr size_t kQuickOps = 8;
 inline constexpr int kQuickYields = 4;
+inline constexpr size_t kConfirmStride = 8;
 class QuickStarted {
  public:
   virtual void operator()() = 0;
@@ -70,8 +71,9 @@ bool runQuick(Context& ctx, std::span<Op* const> ops, QuickStarted* started = nu
 
 // The latency path's usual call, without the batch machinery: one collective that may run ahead
 // (Op::runsAhead), nothing aborted or poisoned, and one pass over the earlier calls' confirmations
-// (`pending`, oldest first; only once half the window awaits them, so that one look at the peers
-// confirms many) and the call finishes it, done or ready early within the window, polled for as
+// (`pending`, oldest first; only once half the window awaits them, from there every
+// kConfirmStride calls, and when the window is full, so that one look at the peers confirms many)
+// and the call finishes it, done or ready early within the window, polled for as
 // long as runQuick polls (a quarter of a wait's spin, or kQuickYields yields where ranks share
 // cores): the full run copies the call to the heap and sets up its waiting first (2-rank AlltoAllv
 // of 8 B about 10% faster, 4-rank Broadcast and AllGather of 8-64 B 17-20%; perf/RESULTS.md,

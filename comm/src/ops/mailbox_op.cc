@@ -14,11 +14,13 @@
 // the call then (as an eager send returns in MPI) and confirms it during the rank's later calls on
 // the communicator, oldest first; at most CFX_RUNAHEAD calls await their confirmation at once.
 // A rank that reads no one returns before looking at any peer's call, and the calls awaiting
-// confirmation are looked at once half the window is used (runExpress), in bulk: a peer that
-// finished an operation compared every rank's call with its own first, so one read of its
-// `finished` counter confirms every operation up to it, where reading the mailboxes took a cache
-// miss per operation (2-rank Broadcast and Reduce of 8 B: about 225 -> 185 ns per call on an
-// Intel Xeon VM, perf/RESULTS.md 2026-11-28 (sixth)).
+// confirmation are looked at once half the window is used, then every kConfirmStride calls
+// (runExpress), in bulk: a peer that finished an operation compared every rank's call with its
+// own first, so one read of its `finished` counter confirms every operation up to it, where
+// reading the mailboxes took a cache miss per operation (2-rank Broadcast and Reduce of 8 B: about
+// 225 -> 185 ns per call on an Intel Xeon VM, perf/RESULTS.md 2026-11-28 (sixth)); the highest
+// value read is kept (Context::somePeerFinished), so the line, which the peer writes at every
+// call, is read once per look, not once per call confirmed.
 //
 // Confirmation: every rank compares its call with every other rank's, in their mailboxes of this
 // sequence number, before the operation is done; only then, and after every earlier operation, is it
