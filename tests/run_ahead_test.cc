@@ -5,6 +5,7 @@
 // exact values everywhere, whichever rank is late.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <string>
 #include <thread>
@@ -147,6 +148,52 @@ TEST(RunAhead, RootTimesOutNamingTheCallItConfirms) {
     EXPECT_NE(msg.find("Broadcast #0 (latency path, not started"), std::string::npos) << msg;
     EXPECT_GE(secs, 0.9);
     EXPECT_LT(secs, 3.5);
+  }, o);
+}
+
+// Ranks asleep in a latency-path call are woken by the publication they wait for, whose ring
+// follows the engine's release (Engine::releaseAndRing) instead of a fence of its own. With no
+// spinning and no yields every wait sleeps. The late rank publishes 2 ms after the others arrive,
+// then makes no call for 40 ms, so a ring lost would leave them asleep for at least that long.
+TEST(LatencyPath, SleepingRanksAreWokenByThePublication) {
+  RunOptions o;
+  o.env = {"CFX_SPIN=0", "CFX_YIELDS=0", "CFX_LIVENESS_MS=100"};
+  runRanks(3, [](Rank& rk) {
+    std::vector<double> waits;  // ms, of the calls this rank made before the late one's
+    // `call` on every rank, rank `late` 2 ms after the others; then every rank in step again.
+    const auto step = [&](int late, auto&& call) {
+      if (rk.rank == late) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      const auto t0 = std::chrono::steady_clock::now();
+      call();
+      const std::chrono::duration<double, std::milli> took = std::chrono::steady_clock::now() - t0;
+      if (rk.rank == late) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(40));
+      } else {
+        waits.push_back(took.count());
+      }
+      int64_t token = 1, all = 0;
+      CFX_ASSERT_OK(cfxAllReduce(&token, &all, 1, cfxInt64, cfxSum, rk.comm, nullptr));
+      ASSERT_EQ(all, rk.nranks);
+    };
+    for (int64_t it = 0; it < 8; ++it) {
+      // Broadcast: the readers wait for the root.
+      int64_t v = rk.rank == 0 ? 100 + it : -1;
+      step(0, [&] { CFX_ASSERT_OK(cfxBroadcast(&v, &v, 1, cfxInt64, 0, rk.comm, nullptr)); });
+      ASSERT_EQ(v, 100 + it) << "call " << it;
+      // Reduce: the root waits for the last rank, which returns early.
+      const int64_t in = rk.rank + it;
+      int64_t out = -1;
+      step(2, [&] { CFX_ASSERT_OK(cfxReduce(&in, &out, 1, cfxInt64, cfxSum, 0, rk.comm, nullptr)); });
+      if (rk.rank == 0) {
+        ASSERT_EQ(out, 3 * it + 3) << "call " << it;
+      }
+      // AllReduce: every rank waits for rank 1.
+      step(1, [&] { CFX_ASSERT_OK(cfxAllReduce(&in, &out, 1, cfxInt64, cfxSum, rk.comm, nullptr)); });
+      ASSERT_EQ(out, 3 * it + 3) << "call " << it;
+    }
+    std::sort(waits.begin(), waits.end());
+    EXPECT_LT(waits[waits.size() / 2], 20.0) << "median of " << waits.size()
+                                              << " waits in ms: a publication did not wake its sleeping peers";
   }, o);
 }
 

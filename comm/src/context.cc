@@ -208,6 +208,21 @@ void Context::ringAll() {
   ringOwed_ = false;
   // One fence for all peers (ring() pays one each).
   std::atomic_thread_fence(std::memory_order_seq_cst);
+  ringArmed();
+}
+
+void Context::ringArmedAfterLocked() const {
+#if defined(__x86_64__) || defined(__i386__)
+  // A locked instruction since the publication drained the store buffer, as ringAll's fence would:
+  // only the compiler must keep the doorbells' loads after it.
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+#else
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+#endif
+  ringArmed();
+}
+
+void Context::ringArmed() const {
   for (int r = 0; r < size_; ++r) {
     if (r != rank_ && control(r).bell.armed.load(std::memory_order_seq_cst) != 0) control(r).bell.ringAlways();
   }

@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/error.h"
@@ -168,6 +169,11 @@ class Context {
   // ends the call or starts its wait, so the store drains while the call reads its peers' lines
   // instead of under ringAll's fence.
   void oweRing() { ringOwed_ = true; }
+  // flushRing() in two halves, for a caller that executes a locked instruction between them (the
+  // engine's release): takeRingOwed() under the engine, then ringArmedAfterLocked() with the
+  // publication already ordered before the doorbells' loads, so the call pays no fence of its own.
+  bool takeRingOwed() { return std::exchange(ringOwed_, false); }
+  void ringArmedAfterLocked() const;
 
   // Waiting support for the executor.
   shm::Doorbell& myBell() const;
@@ -176,6 +182,7 @@ class Context {
   const Health& health() const { return health_; }
 
  private:
+  void ringArmed() const;  // rings every peer whose doorbell is armed (the caller fenced)
   RankControl& control(int r) const { return controls_[r]; }
   SegmentHeader& header() const { return *reinterpret_cast<SegmentHeader*>(segment_.data()); }
 

@@ -70,6 +70,12 @@ void Engine::release() {
   notifyLocked();
 }
 
+void Engine::releaseAndRing() {
+  const bool owed = ctx_.takeRingOwed();
+  release();
+  if (owed) ctx_.ringArmedAfterLocked();
+}
+
 void Engine::notifyLocked() {
   // kAttention first: a thread that releases without the mutex after this sees it and comes here
   // to wake; one that released before is seen as not busy below.
@@ -300,14 +306,14 @@ bool Engine::runQuick(std::span<P2pOp> ops, Stream* stream, Outcome& out) {
     finished = false;  // the usual path meets it again, from the same state, and reports it
   }
   if (!record.done) record();
-  ctx_.flushRing();
   if (finished) {
     if (recorder_) {
       for (const P2pOp& op : ops) recorder_->finished(op.flightId, true);
     }
-    release();
+    releaseAndRing();
     return true;
   }
+  ctx_.flushRing();
   std::vector<std::unique_ptr<Op>> left;
   for (const P2pOp& op : ops) {
     if (!op.done()) {
@@ -354,10 +360,9 @@ bool Engine::runQuickWith(Op& op, const flight::Call& call, Stream* stream, Outc
     release();
     return true;
   }
-  ctx_.flushRing();
   if (recorder_) recorder_->finished(op.flightId, true);
   keepEarly(op);
-  release();
+  releaseAndRing();
   return true;
 }
 
