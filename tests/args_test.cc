@@ -2,9 +2,12 @@
 // communicator usable.
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "harness.h"
@@ -165,6 +168,42 @@ TEST(Args, DestroyedCommunicator) {
     EXPECT_INVALID(cfxCommDestroy(c), c, "already destroyed");
     int n = 0;
     EXPECT_INVALID(cfxCommCount(c, &n), c, "destroyed");
+  });
+}
+
+// A communicator destroyed by another thread while the thread that created it (whose calls count
+// themselves without a locked instruction, api/handle.h) runs calls in a loop: each call succeeds
+// with the right value or is refused as destroyed, and none runs on the freed communicator.
+TEST(Args, DestroyedByAnotherThreadDuringCalls) {
+  runRanks(1, [](Rank& rk) {
+    cfxComm_t c = rk.comm;
+    rk.comm = nullptr;
+    std::atomic<bool> started{false};
+    std::thread destroyer([&] {
+      while (!started.load()) std::this_thread::yield();
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      EXPECT_EQ(cfxCommDestroy(c), cfxSuccess);
+    });
+    const int64_t x = 7;
+    int64_t succeeded = 0, refused = 0;
+    while (refused < 1000) {
+      int64_t y = -1;
+      const cfxResult_t r = cfxAllReduce(&x, &y, 1, cfxInt64, cfxSum, c, nullptr);
+      started = true;
+      if (r == cfxSuccess) {
+        ASSERT_EQ(refused, 0) << "a call succeeded after one was refused";
+        ASSERT_EQ(y, 7);
+        ++succeeded;
+      } else {
+        ASSERT_EQ(r, cfxInvalidArgument) << cfxGetErrorString(r);
+        ++refused;
+      }
+    }
+    destroyer.join();
+    EXPECT_GT(succeeded, 0);
+    int64_t y = -1;
+    EXPECT_INVALID(cfxAllReduce(&x, &y, 1, cfxInt64, cfxSum, c, nullptr), c, "destroyed");
+    EXPECT_EQ(y, -1);
   });
 }
 

@@ -74,7 +74,9 @@ TEST(FlightRecorder, WritersOnSeveralThreadsGetDistinctIdsAndGaplessNumbers) {
       std::vector<Record> seen = rec.snapshot();
       for (size_t k = 0; k < seen.size(); ++k) {
         expectWhole(seen[k]);
-        if (k > 0) ASSERT_LT(seen[k - 1].id, seen[k].id);
+        if (k > 0) {
+          ASSERT_LT(seen[k - 1].id, seen[k].id);
+        }
       }
     }
   });

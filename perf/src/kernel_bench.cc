@@ -57,12 +57,33 @@ void fillNormal(uint8_t* p, size_t count, cfxDataType_t type, int k) {
   }
 }
 
+constexpr const char* kUsage =
+    "usage: reduce_kernel_bench [bytes_per_buffer=262144] [nsrc=2] [isa=best|generic|avx2|avx512|avx512bf16|avx512fp16]\n";
+
+// A positive whole number, all of `text`; 0 if it is not one.
+unsigned long long positive(const char* text) {
+  char* end = nullptr;
+  const unsigned long long v = std::strtoull(text, &end, 0);
+  return end != text && *end == '\0' && text[0] != '-' ? v : 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  size_t bytes = argc > 1 ? std::strtoull(argv[1], nullptr, 0) : 256 << 10;
-  int nsrc = argc > 2 ? std::atoi(argv[2]) : 2;
-  std::string isa = argc > 3 ? argv[3] : "best";
+  if (argc > 1 && (std::strcmp(argv[1], "-h") == 0 || std::strcmp(argv[1], "--help") == 0)) {
+    std::fputs(kUsage, stdout);
+    return 0;
+  }
+  const size_t bytes = argc > 1 ? positive(argv[1]) : 256 << 10;
+  const unsigned long long sources = argc > 2 ? positive(argv[2]) : 2;
+  const std::string isa = argc > 3 ? argv[3] : "best";
+  const bool knownIsa = isa == "best" || isa == "generic" || isa == "avx2" || isa == "avx512" || isa == "avx512bf16" ||
+                        isa == "avx512fp16";
+  if (bytes == 0 || sources == 0 || sources > 64 || !knownIsa || argc > 4) {
+    std::fputs(kUsage, stderr);
+    return 2;
+  }
+  const int nsrc = static_cast<int>(sources);
   const KernelTable& table = isa == "generic" ? kernelsGeneric()
                              : isa == "avx2"  ? kernelsAvx2()
                              : isa == "avx512" ? kernelsAvx512()

@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "common/log.h"
+#include "common/membarrier.h"
 #include "common/never_freed.h"
 
 namespace conflux::api {
@@ -19,6 +20,8 @@ void store(char* dst, size_t n, const std::string& msg) { std::snprintf(dst, n, 
 cfxComm_t newHandle(std::unique_ptr<Communicator> impl) {
   auto* h = new cfxComm();
   h->impl = std::move(impl);
+  h->owner = pthread_self();
+  h->ownerCounted = membarrier::registerProcess();
   // A failure met off the calling thread (stream work) is this communicator's last error too.
   h->impl->setFailureSink([h](const std::string& msg) { recordError(h, msg); });
   neverFreed(h);  // see handle.h
@@ -35,7 +38,15 @@ void retire(cfxComm_t comm) {
   if (!comm->state.compare_exchange_strong(alive, cfxComm::kDead)) {
     throw Error(Status::kInvalidArgument, "comm was already destroyed or aborted, or is not a communicator");
   }
-  while (comm->activeCalls.load(std::memory_order_seq_cst) != 0) {
+  // The owner's count needs the barrier on every running thread (CommRef); where the kernel
+  // refuses it, a count read as zero is read again after a millisecond, by when any store of the
+  // owner's issued before has left its store buffer.
+  bool settled = !comm->ownerCounted || membarrier::processBarrier();
+  for (;;) {
+    if (comm->activeCalls.load(std::memory_order_seq_cst) == 0 && comm->ownerCalls.load(std::memory_order_acquire) == 0) {
+      if (settled) return;
+      settled = true;
+    }
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
 }
