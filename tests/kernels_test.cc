@@ -5,8 +5,10 @@
 #include <cmath>
 #include <cstring>
 #include <cstdio>
+#include <limits>
 #include <random>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "reduce/float_formats.h"
@@ -130,6 +132,99 @@ TEST(Kernels, HalfEveryCodeAgainstASetGivesTheSameBits) {
     b[i] = others[(i >> 16) % others.size()];
   }
   expectPairsMatchGeneric(cfxFloat16, a, b);
+}
+
+// Avg, element by element as the definition reads: the sources combined in order in the
+// accumulator type (integers wrap; narrow floats widen to fp32), divided by `divisor` (integers
+// truncate toward zero), stored (narrow floats round once). NaN for a float NaN, whose payload
+// the test does not compare.
+template <class T, class Load, class Store>
+std::vector<T> avgByDivision(const std::vector<std::vector<T>>& srcs, size_t count, int divisor, Load load, Store store) {
+  std::vector<T> out(count);
+  for (size_t i = 0; i < count; ++i) {
+    auto acc = load(srcs[0][i]);
+    for (size_t k = 1; k < srcs.size(); ++k) {
+      if constexpr (std::is_integral_v<decltype(acc)>) {
+        using U = std::make_unsigned_t<decltype(acc)>;
+        acc = static_cast<decltype(acc)>(static_cast<U>(static_cast<U>(acc) + static_cast<U>(load(srcs[k][i]))));
+      } else {
+        acc = acc + load(srcs[k][i]);
+      }
+    }
+    if constexpr (std::is_signed_v<decltype(acc)> && std::is_integral_v<decltype(acc)>) {
+      out[i] = store(static_cast<decltype(acc)>(static_cast<int64_t>(acc) / divisor));
+    } else if constexpr (std::is_integral_v<decltype(acc)>) {
+      out[i] = store(static_cast<decltype(acc)>(static_cast<uint64_t>(acc) / static_cast<uint64_t>(divisor)));
+    } else {
+      out[i] = store(acc / static_cast<decltype(acc)>(divisor));
+    }
+  }
+  return out;
+}
+
+template <class T>
+bool sameElement(T a, T b) {
+  if constexpr (std::is_floating_point_v<T>) {
+    if (std::isnan(a) || std::isnan(b)) return std::isnan(a) && std::isnan(b);
+  }
+  return std::memcmp(&a, &b, sizeof(T)) == 0;
+}
+
+// Every table's Avg against the division, for divisors that are powers of two (the kernels
+// multiply or shift there, kernels_impl.h, Pow2Divisor) and two that are not: random bit patterns
+// (NaNs, infinities, subnormals; the extremes of every integer type), 1 to 9 sources (9: the
+// blocked kernel), an odd count for the vector tails.
+template <class T, class Load, class Store>
+void expectAvgIsTheDivision(cfxDataType_t t, Load load, Store store) {
+  std::mt19937_64 rng(1234 + t);
+  const size_t count = 1031;
+  for (int nsrc : {1, 2, 3, 4, 8, 9}) {
+    std::vector<std::vector<T>> srcs(nsrc, std::vector<T>(count));
+    for (auto& s : srcs) {
+      for (auto& v : s) {
+        const uint64_t bits = rng();
+        std::memcpy(&v, &bits, sizeof(T));
+      }
+    }
+    if constexpr (std::is_integral_v<T>) {
+      srcs[0][0] = std::numeric_limits<T>::min();
+      srcs[0][1] = std::numeric_limits<T>::max();
+      for (int k = 1; k < nsrc; ++k) srcs[k][0] = srcs[k][1] = T{0};
+    }
+    std::vector<const void*> ptrs;
+    for (auto& s : srcs) ptrs.push_back(s.data());
+    for (int divisor : {1, 2, 4, 8, 64, 128, 256, 1024, 65536, 1 << 30, 3, 6}) {
+      const std::vector<T> want = avgByDivision(srcs, count, divisor, load, store);
+      for (const KernelTable* table : tablesOnThisCpu()) {
+        std::vector<T> out(count);
+        table->fn[t][cfxAvg](out.data(), ptrs.data(), nsrc, count, divisor);
+        for (size_t i = 0; i < count; ++i) {
+          ASSERT_TRUE(sameElement(want[i], out[i]))
+              << table->isa << " " << dataTypeName(t) << " avg of " << nsrc << " sources by " << divisor
+              << " at element " << i << ": " << bytesHex(reinterpret_cast<const uint8_t*>(&out[i]), sizeof(T))
+              << " against the division's " << bytesHex(reinterpret_cast<const uint8_t*>(&want[i]), sizeof(T));
+        }
+      }
+    }
+  }
+}
+
+TEST(Kernels, AvgIsTheDivisionOnEveryTable) {
+  const auto same = [](auto v) { return v; };
+  expectAvgIsTheDivision<int8_t>(cfxInt8, same, same);
+  expectAvgIsTheDivision<uint8_t>(cfxUint8, same, same);
+  expectAvgIsTheDivision<int32_t>(cfxInt32, same, same);
+  expectAvgIsTheDivision<uint32_t>(cfxUint32, same, same);
+  expectAvgIsTheDivision<int64_t>(cfxInt64, same, same);
+  expectAvgIsTheDivision<uint64_t>(cfxUint64, same, same);
+  expectAvgIsTheDivision<float>(cfxFloat32, same, same);
+  expectAvgIsTheDivision<double>(cfxFloat64, same, same);
+  expectAvgIsTheDivision<uint16_t>(cfxFloat16, halfBitsToFloat, floatToHalfBits);
+  expectAvgIsTheDivision<uint16_t>(cfxBfloat16, bf16ToFloat, floatToBf16);
+  expectAvgIsTheDivision<uint8_t>(cfxFloat8e4m3, [](uint8_t c) { return fp8Decode(c, kE4M3); },
+                                  [](float f) { return fp8Encode(f, kE4M3); });
+  expectAvgIsTheDivision<uint8_t>(cfxFloat8e5m2, [](uint8_t c) { return fp8Decode(c, kE5M2); },
+                                  [](float f) { return fp8Encode(f, kE5M2); });
 }
 
 template <class T>

@@ -2,6 +2,7 @@
 // internal linkage so copies compiled with different -m flags can never be mixed by the linker.
 #pragma once
 
+#include <bit>
 #include <cstdint>
 #include <type_traits>
 #include <utility>
@@ -95,30 +96,72 @@ A divide(A a, int divisor) {
   }
 }
 
+// Avg's division when the divisor is a power of two (2, 4, 8 ranks...), with divide()'s bits and
+// no divide instruction, whose throughput set Avg's pace (Intel Xeon VM, two L2-resident sources,
+// GB/s of output: bf16 avg 8.9 against sum 17.4, int8 1.5 against 30, int64 2.5 against 30;
+// perf/RESULTS.md, 2026-12-07). A float times the exact reciprocal 2^-k is the correctly rounded
+// value of the same exact quotient as the division (NaNs and subnormals included); an integer
+// shifts right, a negative one biased by 2^k - 1 first so that it truncates toward zero as
+// division does. Integers stay in their own width (int8 avg 8.7 GB/s through int32, above
+// through int8): with k below the type's bits the bias cannot overflow a negative value, and
+// from there on every quotient truncates to 0 (`keep`).
+template <class A>
+struct Pow2Divisor {
+  static constexpr int kBits = 8 * sizeof(A);
+  explicit Pow2Divisor(int divisor) {
+    const int k = std::countr_zero(static_cast<unsigned>(divisor));
+    if constexpr (std::is_floating_point_v<A>) {
+      reciprocal = A(1) / static_cast<A>(divisor);
+    } else {
+      shift = k < kBits ? k : kBits - 1;
+      bias = static_cast<A>((A(1) << shift) - 1);
+      keep = k < kBits ? static_cast<A>(~A(0)) : A(0);
+    }
+  }
+  A operator()(A a) const {
+    if constexpr (std::is_floating_point_v<A>) {
+      return a * reciprocal;
+    } else if constexpr (std::is_signed_v<A>) {
+      const A biased = static_cast<A>(a + static_cast<A>(static_cast<A>(a >> (kBits - 1)) & bias));
+      return static_cast<A>(static_cast<A>(biased >> shift) & keep);
+    } else {
+      return static_cast<A>(static_cast<A>(a >> shift) & keep);
+    }
+  }
+  A reciprocal = A(0);
+  int shift = 0;
+  A bias = A(0);
+  A keep = A(0);
+};
+
+inline bool isPowerOfTwo(int divisor) { return divisor > 0 && (divisor & (divisor - 1)) == 0; }
+
 // N sources, N known at compile time: one pass, each element loaded once per source, combined in
-// source order, stored once.
-template <class Tr, cfxRedOp_t Op, int N>
+// source order, stored once. Pow2: Avg divides by Pow2Divisor.
+template <class Tr, cfxRedOp_t Op, int N, bool Pow2>
 void reduceFixed(typename Tr::Store* __restrict dst, const void* const* srcsv, size_t count, int divisor) {
   using S = typename Tr::Store;
   using A = typename Tr::Acc;
   const S* __restrict s[N];
   for (int k = 0; k < N; ++k) s[k] = static_cast<const S*>(srcsv[k]);
+  const Pow2Divisor<A> pow2(Pow2 ? divisor : 1);
   for (size_t i = 0; i < count; ++i) {
     A acc = Tr::load(s[0][i]);
     // Sources 1..N-1, unrolled at compile time (a loop here would stop vectorisation).
     [&]<int... K>(std::integer_sequence<int, K...>) {
       ((acc = combine<A, Op>(acc, Tr::load(s[K + 1][i]))), ...);
     }(std::make_integer_sequence<int, N - 1>{});
-    if constexpr (Op == cfxAvg) acc = divide<A>(acc, divisor);
+    if constexpr (Op == cfxAvg) acc = Pow2 ? pow2(acc) : divide<A>(acc, divisor);
     dst[i] = Tr::store(acc);
   }
 }
 
 // Any number of sources: blocks accumulated in the accumulator type, then stored once.
-template <class Tr, cfxRedOp_t Op>
+template <class Tr, cfxRedOp_t Op, bool Pow2>
 void reduceBlocked(typename Tr::Store* __restrict dst, const void* const* srcsv, int nsrc, size_t count, int divisor) {
   using S = typename Tr::Store;
   using A = typename Tr::Acc;
+  const Pow2Divisor<A> pow2(Pow2 ? divisor : 1);
   constexpr size_t kBlock = 512;
   A acc[kBlock];
   for (size_t base = 0; base < count; base += kBlock) {
@@ -130,31 +173,44 @@ void reduceBlocked(typename Tr::Store* __restrict dst, const void* const* srcsv,
       for (size_t i = 0; i < n; ++i) acc[i] = combine<A, Op>(acc[i], Tr::load(sk[i]));
     }
     if constexpr (Op == cfxAvg) {
-      for (size_t i = 0; i < n; ++i) acc[i] = divide<A>(acc[i], divisor);
+      for (size_t i = 0; i < n; ++i) acc[i] = Pow2 ? pow2(acc[i]) : divide<A>(acc[i], divisor);
     }
     for (size_t i = 0; i < n; ++i) dst[base + i] = Tr::store(acc[i]);
+  }
+}
+
+template <class Tr, cfxRedOp_t Op, bool Pow2>
+void reducePortable(typename Tr::Store* dst, const void* const* srcs, int nsrc, size_t count, int divisor) {
+  switch (nsrc) {
+    case 1: return reduceFixed<Tr, Op, 1, Pow2>(dst, srcs, count, divisor);
+    case 2: return reduceFixed<Tr, Op, 2, Pow2>(dst, srcs, count, divisor);
+    case 3: return reduceFixed<Tr, Op, 3, Pow2>(dst, srcs, count, divisor);
+    case 4: return reduceFixed<Tr, Op, 4, Pow2>(dst, srcs, count, divisor);
+    case 5: return reduceFixed<Tr, Op, 5, Pow2>(dst, srcs, count, divisor);
+    case 6: return reduceFixed<Tr, Op, 6, Pow2>(dst, srcs, count, divisor);
+    case 7: return reduceFixed<Tr, Op, 7, Pow2>(dst, srcs, count, divisor);
+    case 8: return reduceFixed<Tr, Op, 8, Pow2>(dst, srcs, count, divisor);
+    default: return reduceBlocked<Tr, Op, Pow2>(dst, srcs, nsrc, count, divisor);
+  }
+}
+
+template <class Tr, cfxRedOp_t Op, bool Pow2>
+void reduceWith(typename Tr::Store* dst, const void* const* srcs, int nsrc, size_t count, int divisor) {
+  if constexpr (HasSimd<Tr>) {
+    return reduceNarrowSimd<typename Tr::Simd, Op, Pow2>(dst, srcs, nsrc, count, divisor, &combine<float, Op>,
+                                                         &divide<float>, &Tr::load, &Tr::store);
+  } else {
+    return reducePortable<Tr, Op, Pow2>(dst, srcs, nsrc, count, divisor);
   }
 }
 
 template <class Tr, cfxRedOp_t Op>
 void reduceKernel(void* dstv, const void* const* srcs, int nsrc, size_t count, int divisor) {
   auto* dst = static_cast<typename Tr::Store*>(dstv);
-  if constexpr (HasSimd<Tr>) {
-    return reduceNarrowSimd<typename Tr::Simd, Op>(dst, srcs, nsrc, count, divisor, &combine<float, Op>, &divide<float>,
-                                                   &Tr::load, &Tr::store);
-  } else {
-    switch (nsrc) {
-      case 1: return reduceFixed<Tr, Op, 1>(dst, srcs, count, divisor);
-      case 2: return reduceFixed<Tr, Op, 2>(dst, srcs, count, divisor);
-      case 3: return reduceFixed<Tr, Op, 3>(dst, srcs, count, divisor);
-      case 4: return reduceFixed<Tr, Op, 4>(dst, srcs, count, divisor);
-      case 5: return reduceFixed<Tr, Op, 5>(dst, srcs, count, divisor);
-      case 6: return reduceFixed<Tr, Op, 6>(dst, srcs, count, divisor);
-      case 7: return reduceFixed<Tr, Op, 7>(dst, srcs, count, divisor);
-      case 8: return reduceFixed<Tr, Op, 8>(dst, srcs, count, divisor);
-      default: return reduceBlocked<Tr, Op>(dst, srcs, nsrc, count, divisor);
-    }
+  if constexpr (Op == cfxAvg) {
+    if (isPowerOfTwo(divisor)) return reduceWith<Tr, Op, true>(dst, srcs, nsrc, count, divisor);
   }
+  return reduceWith<Tr, Op, false>(dst, srcs, nsrc, count, divisor);
 }
 
 template <class Tr>

@@ -167,8 +167,10 @@ F combineV(F a, F b) {
   return a;
 }
 
-// N sources (0: any number, given by nsrc), V::kStep elements per step.
-template <class V, cfxRedOp_t Op, int N, class Combine, class Divide, class Widen, class Narrow>
+// N sources (0: any number, given by nsrc), V::kStep elements per step. Pow2: Avg's divisor is a
+// power of two, and the exact reciprocal multiplies (the same bits as the division; kernels_impl.h,
+// Pow2Divisor); the scalar tail divides.
+template <class V, cfxRedOp_t Op, int N, bool Pow2, class Combine, class Divide, class Widen, class Narrow>
 void reduceNarrowSimd(typename V::Store* __restrict dst, const void* const* srcsv, int nsrc, size_t count, int divisor,
                       Combine combine, Divide divide, Widen widen, Narrow narrow) {
   using S = typename V::Store;
@@ -179,7 +181,7 @@ void reduceNarrowSimd(typename V::Store* __restrict dst, const void* const* srcs
   auto src = [&](int k) { return N > 0 ? s[k] : static_cast<const S*>(srcsv[k]); };
   using F = typename V::F;
   F div;
-  vset1(div, static_cast<float>(divisor));
+  vset1(div, Pow2 ? 1.0f / static_cast<float>(divisor) : static_cast<float>(divisor));
   size_t i = 0;
   for (; i + V::kStep <= count; i += V::kStep) {
     // 1 KiB ahead of each source: large inputs come from memory, and these steps spend long enough
@@ -193,7 +195,10 @@ void reduceNarrowSimd(typename V::Store* __restrict dst, const void* const* srcs
       lo = combineV<Op>(lo, lo2);
       hi = combineV<Op>(hi, hi2);
     }
-    if constexpr (Op == cfxAvg) {
+    if constexpr (Op == cfxAvg && Pow2) {
+      lo = vmul(lo, div);
+      hi = vmul(hi, div);
+    } else if constexpr (Op == cfxAvg) {
       lo = vdiv(lo, div);
       hi = vdiv(hi, div);
     }
@@ -209,16 +214,16 @@ void reduceNarrowSimd(typename V::Store* __restrict dst, const void* const* srcs
 
 // `c` and `d` are the portable kernels' scalar operations, `w` and `nw` the type's scalar
 // conversions, for the tail.
-template <class V, cfxRedOp_t Op, class Combine, class Divide, class Widen, class Narrow>
+template <class V, cfxRedOp_t Op, bool Pow2, class Combine, class Divide, class Widen, class Narrow>
 void reduceNarrowSimd(typename V::Store* dst, const void* const* srcs, int nsrc, size_t count, int divisor, Combine c, Divide d,
                       Widen w, Narrow nw) {
   switch (nsrc) {
-    case 1: return reduceNarrowSimd<V, Op, 1>(dst, srcs, nsrc, count, divisor, c, d, w, nw);
-    case 2: return reduceNarrowSimd<V, Op, 2>(dst, srcs, nsrc, count, divisor, c, d, w, nw);
-    case 3: return reduceNarrowSimd<V, Op, 3>(dst, srcs, nsrc, count, divisor, c, d, w, nw);
-    case 4: return reduceNarrowSimd<V, Op, 4>(dst, srcs, nsrc, count, divisor, c, d, w, nw);
-    case 8: return reduceNarrowSimd<V, Op, 8>(dst, srcs, nsrc, count, divisor, c, d, w, nw);
-    default: return reduceNarrowSimd<V, Op, 0>(dst, srcs, nsrc, count, divisor, c, d, w, nw);
+    case 1: return reduceNarrowSimd<V, Op, 1, Pow2>(dst, srcs, nsrc, count, divisor, c, d, w, nw);
+    case 2: return reduceNarrowSimd<V, Op, 2, Pow2>(dst, srcs, nsrc, count, divisor, c, d, w, nw);
+    case 3: return reduceNarrowSimd<V, Op, 3, Pow2>(dst, srcs, nsrc, count, divisor, c, d, w, nw);
+    case 4: return reduceNarrowSimd<V, Op, 4, Pow2>(dst, srcs, nsrc, count, divisor, c, d, w, nw);
+    case 8: return reduceNarrowSimd<V, Op, 8, Pow2>(dst, srcs, nsrc, count, divisor, c, d, w, nw);
+    default: return reduceNarrowSimd<V, Op, 0, Pow2>(dst, srcs, nsrc, count, divisor, c, d, w, nw);
   }
 }
 
