@@ -17,6 +17,10 @@ namespace {
 
 // Per floating-point datatype: the type the fast path sums in (Acc; every element converts to it
 // exactly), and how an exact Acc (Sum) or an exact sum divided (Avg) becomes the element, rounded once.
+// storeScaled: Avg by a power of two 2^k, given 2^-k. The sum is a double, or a float widened, so
+// its quotient by 2^k (k <= 30) is exact in double: the product is that quotient, which is what
+// quotientToOdd returns for an exact quotient (and what the IEEE division rounds for double),
+// with no division (float avg_exact of two L2-resident sources 3.3 -> 5.5 GB/s on the Intel Xeon VM).
 struct ExactF64 {
   using Store = double;
   using Acc = double;
@@ -24,6 +28,7 @@ struct ExactF64 {
   static double load(double v) { return v; }
   static double store(double exact) { return exact; }
   static double storeAvg(double s, double divisor) { return s / divisor; }  // IEEE: correctly rounded
+  static double storeScaled(double s, double reciprocal) { return s * reciprocal; }
 };
 struct ExactF32 {
   using Store = float;
@@ -32,6 +37,7 @@ struct ExactF32 {
   static double load(float v) { return v; }
   static float store(double exact) { return static_cast<float>(exact); }
   static float storeAvg(double s, double divisor) { return static_cast<float>(quotientToOdd(s, divisor)); }
+  static float storeScaled(double s, double reciprocal) { return static_cast<float>(s * reciprocal); }
 };
 // The narrow formats sum in float (twice the lanes of double; an exact float sum is rounded once by
 // the format's own conversion). Avg: the quotient through double and float by round-to-odd.
@@ -45,6 +51,7 @@ struct ExactNarrow {
   static Store storeAvg(float s, double divisor) {
     return Narrow::fromFloat(roundOddToFloat(quotientToOdd(s, divisor)));
   }
+  static Store storeScaled(float s, double reciprocal) { return Narrow::fromFloat(roundOddToFloat(s * reciprocal)); }
 };
 struct NarrowF16 {
   using Store = uint16_t;
@@ -86,7 +93,7 @@ __attribute__((noinline)) void addSource(A* __restrict sum, Flag* __restrict ine
 // addition rounded (TwoSum's error is not zero: NaN for infinities and NaNs, so those are flagged
 // too); take the flagged ones from exactSum, the others from the double. The output may be one of
 // the sources (a block is read whole before it is written).
-template <class Tr, bool Avg>
+template <class Tr, bool Avg, bool Pow2>
 void exactKernel(void* dstv, const void* const* srcs, int nsrc, size_t count, int divisor) {
   using S = typename Tr::Store;
   using A = typename Tr::Acc;
@@ -97,6 +104,7 @@ void exactKernel(void* dstv, const void* const* srcs, int nsrc, size_t count, in
   S out[kBlock];
   std::vector<double> xs(static_cast<size_t>(nsrc));
   auto* dst = static_cast<S*>(dstv);
+  const double reciprocal = 1.0 / divisor;  // exact where Pow2
   for (size_t base = 0; base < count; base += kBlock) {
     const size_t n = count - base < kBlock ? count - base : kBlock;
     const S* s0 = static_cast<const S*>(srcs[0]) + base;
@@ -113,7 +121,11 @@ void exactKernel(void* dstv, const void* const* srcs, int nsrc, size_t count, in
       inexact[i] |= finite ? 0 : 1;  // infinities and NaN: redone below
       any |= inexact[i];
       const A v = finite ? sum[i] : A{0};
-      out[i] = Avg ? Tr::storeAvg(v, divisor) : Tr::store(v);
+      if constexpr (Avg && Pow2) {
+        out[i] = Tr::storeScaled(v, reciprocal);
+      } else {
+        out[i] = Avg ? Tr::storeAvg(v, divisor) : Tr::store(v);
+      }
     }
     for (size_t i = 0; any != 0 && i < n; ++i) {
       if (inexact[i] == 0) continue;
@@ -126,9 +138,15 @@ void exactKernel(void* dstv, const void* const* srcs, int nsrc, size_t count, in
 }
 
 template <class Tr>
+void exactAvgKernel(void* dst, const void* const* srcs, int nsrc, size_t count, int divisor) {
+  if (isPowerOfTwo(divisor)) return exactKernel<Tr, true, true>(dst, srcs, nsrc, count, divisor);
+  exactKernel<Tr, true, false>(dst, srcs, nsrc, count, divisor);
+}
+
+template <class Tr>
 void fillExactRow(ReduceFn* row) {
-  row[0] = &exactKernel<Tr, false>;
-  row[1] = &exactKernel<Tr, true>;
+  row[0] = &exactKernel<Tr, false, false>;
+  row[1] = &exactAvgKernel<Tr>;
 }
 
 }  // namespace

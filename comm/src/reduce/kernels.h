@@ -42,6 +42,9 @@ constexpr cfxRedOp_t plainOp(cfxRedOp_t op) {
 // The op of a partial reduction (a step that is not the last): an Avg is a Sum until its last
 // step, which divides once, so that its integer results truncate only once.
 constexpr cfxRedOp_t partialOp(cfxRedOp_t op) { return op == cfxAvg ? cfxSum : op; }
+// Whether Avg's divisor is a power of two: the kernels then scale instead of dividing, with the
+// division's bits (kernels_impl.h, Pow2Divisor; exact_impl.h).
+constexpr bool isPowerOfTwo(int divisor) { return divisor > 0 && (divisor & (divisor - 1)) == 0; }
 // Whether the datatype is floating point (the exact reductions differ from the plain ones there).
 constexpr bool isFloatType(cfxDataType_t t) {
   return t == cfxFloat16 || t == cfxFloat32 || t == cfxFloat64 || t == cfxBfloat16 || t == cfxFloat8e4m3 ||

@@ -134,8 +134,6 @@ struct Pow2Divisor {
   A keep = A(0);
 };
 
-inline bool isPowerOfTwo(int divisor) { return divisor > 0 && (divisor & (divisor - 1)) == 0; }
-
 // N sources, N known at compile time: one pass, each element loaded once per source, combined in
 // source order, stored once. Pow2: Avg divides by Pow2Divisor.
 template <class Tr, cfxRedOp_t Op, int N, bool Pow2>
